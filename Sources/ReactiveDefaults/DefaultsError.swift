@@ -1,0 +1,35 @@
+/// What can go wrong reading or writing a key.
+///
+/// Reads never throw: a stored value of the wrong type reads as the key's default, and the mismatch is
+/// reported to ``DefaultsStore/issueHandler``. ``DefaultsStore/value(for:)`` and ``DefaultsStore/set(_:for:)``
+/// throw these errors for callers who want to know.
+public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// The key holds a value of another type than the key's.
+  ///
+  /// - Parameters:
+  ///   - key: The key's name.
+  ///   - expected: The key's value type, such as `Double` or `Optional<URL>`.
+  ///   - found: The kind of value stored, such as `String` or `Array`, or the Swift type of an object that is not
+  ///     a property-list value.
+  case typeMismatch(key: String, expected: String, found: String)
+
+  /// The value could not be converted to its stored form (for example a ``DefaultsCodable`` value with a
+  /// non-finite `Double`); nothing was written.
+  case encodingFailed(key: String, type: String, reason: String)
+
+  /// The key's name cannot be used (it is empty); nothing was read or written.
+  case invalidKey(String)
+
+  /// A readable explanation, with what to do about it.
+  public var description: String {
+    switch self {
+    case .typeMismatch(let key, let expected, let found):
+      "Key '\(key)' holds \(found), not \(expected); reading the key's default instead. "
+        + "Write a \(expected) to the key, or reset it."
+    case .encodingFailed(let key, let type, let reason):
+      "Could not store a \(type) under '\(key)': \(reason). The stored value was kept."
+    case .invalidKey(let key):
+      "Invalid key name '\(key)': a key needs a non-empty name."
+    }
+  }
+}

@@ -1,0 +1,206 @@
+public import Foundation
+import Synchronization
+
+/// Typed, observable access to one `UserDefaults` suite.
+///
+/// ```swift
+/// let store = DefaultsStore.standard
+/// store[.volume] = 0.8                 // writes, and tells the observers of "volume" only
+/// let volume = store[.volume]          // typed read: never throws, never crashes
+/// let token = store.property(.volume).observe { print($0) }
+/// ```
+///
+/// Every store over the same suite in a process shares one change hub: a write through any of them reaches
+/// the observers of that key in all of them. Stores are cheap to make and safe to use from any thread.
+public final class DefaultsStore: Sendable {
+  /// The store over `UserDefaults.standard`.
+  public static let standard = DefaultsStore(UserDefaults.standard)
+
+  /// The `UserDefaults` instance this store reads and writes.
+  public var userDefaults: UserDefaults { hub.defaults }
+
+  /// The suite's name, when the store was made with ``init(suiteName:)``.
+  public var suiteName: String? { hub.suiteName }
+
+  let hub: ChangeHub
+  private let issueHandlerStorage = Mutex<(@Sendable (DefaultsError) -> Void)?>(nil)
+
+  /// Creates a store over a named suite, or returns `nil` for a name that could address a file outside the
+  /// preferences folder.
+  ///
+  /// - Parameter suiteName: The suite's name, such as `"group.app"`. Empty names and names that contain `/`
+  ///   or `..` are refused, as are names Foundation refuses.
+  public init?(suiteName: String) {
+    guard Self.isValidSuiteName(suiteName), let hub = HubRegistry.hub(suiteName: suiteName) else { return nil }
+    self.hub = hub
+  }
+
+  /// Creates a store over an existing `UserDefaults` instance.
+  ///
+  /// - Parameter userDefaults: The instance to read and write. Stores over the same instance share their
+  ///   observers.
+  public init(_ userDefaults: UserDefaults) {
+    self.hub = HubRegistry.hub(for: userDefaults)
+  }
+
+  /// Whether a suite name is acceptable: not empty, no `/`, no `..`, so it never addresses a file outside the
+  /// preferences folder.
+  ///
+  /// - Parameter name: A suite name.
+  /// - Returns: `true` when ``init(suiteName:)`` accepts the name (unless Foundation itself refuses it).
+  public static func isValidSuiteName(_ name: String) -> Bool {
+    !name.isEmpty && !name.contains("/") && !name.contains("..") && !name.contains("\0")
+  }
+
+  /// Receives the problems that reads and writes do not throw: type mismatches, values that could not be
+  /// encoded, invalid key names. `nil` (the default) ignores them.
+  ///
+  /// ```swift
+  /// store.issueHandler = { issue in logger.warning("\(issue)") }
+  /// ```
+  public var issueHandler: (@Sendable (DefaultsError) -> Void)? {
+    get { issueHandlerStorage.withLock { $0 } }
+    set { issueHandlerStorage.withLock { $0 = newValue } }
+  }
+
+  func report(_ issue: DefaultsError) {
+    issueHandler?(issue)
+  }
+
+  // MARK: Reading and writing
+
+  /// The key's value: the stored value, or the key's default when the key is absent or holds another type
+  /// (reported to ``issueHandler``). Setting writes the value and notifies the key's observers if it changed;
+  /// setting `nil` removes the key.
+  ///
+  /// - Parameter key: The key.
+  public subscript<Value>(key: DefaultsKey<Value>) -> Value {
+    get {
+      switch decode(stored(for: key), for: key) {
+      case .success(let value): return value
+      case .failure(let issue):
+        report(issue)
+        return key.defaultValue
+      }
+    }
+    set {
+      do { try set(newValue, for: key) } catch { report(error) }
+    }
+  }
+
+  /// The key's value, or an error saying why the stored value could not be read.
+  ///
+  /// - Parameter key: The key.
+  /// - Returns: The stored value, or the key's default when the key is absent.
+  /// - Throws: ``DefaultsError/typeMismatch(key:expected:found:)`` when the key holds another type;
+  ///   ``DefaultsError/invalidKey(_:)`` for an empty key name.
+  public func value<Value>(for key: DefaultsKey<Value>) throws(DefaultsError) -> Value {
+    try decode(stored(for: key), for: key).get()
+  }
+
+  /// Writes a value; notifies the key's observers if the stored value changed. Writing `nil` removes the key.
+  ///
+  /// - Parameters:
+  ///   - value: The new value.
+  ///   - key: The key.
+  /// - Throws: ``DefaultsError/encodingFailed(key:type:reason:)`` when the value has no stored form (the
+  ///   stored value is kept); ``DefaultsError/invalidKey(_:)`` for an empty key name.
+  public func set<Value>(_ value: Value, for key: DefaultsKey<Value>) throws(DefaultsError) {
+    guard !key.name.isEmpty else { throw .invalidKey(key.name) }
+    #if canImport(Darwin)
+    if let url = value as? URL {
+      hub.write(.url(url), forKey: key.name)
+      return
+    }
+    #endif
+    let stored: PropertyListValue?
+    do {
+      stored = try value.propertyListValue()
+    } catch {
+      throw .encodingFailed(key: key.name, type: "\(Value.self)", reason: "\(error)")
+    }
+    hub.write(stored.map(ChangeHub.Write.set) ?? .remove, forKey: key.name)
+  }
+
+  /// Removes the key, so reads give its default again; notifies its observers if it held a value.
+  ///
+  /// - Parameter key: The key.
+  public func reset<Value>(_ key: DefaultsKey<Value>) {
+    guard !key.name.isEmpty else { return report(.invalidKey(key.name)) }
+    hub.write(.remove, forKey: key.name)
+  }
+
+  /// Re-reads the observed keys and notifies the observers of those that changed behind the library's back
+  /// (for example through a plain `UserDefaults` call). Keys nobody observes are not read.
+  public func refresh() {
+    hub.refresh()
+  }
+
+  /// Saves pending writes to disk now.
+  public func flush() {
+    _ = hub.defaults.synchronize()
+  }
+
+  // MARK: Properties
+
+  /// A two-way handle on a key: read and write ``DefaultsProperty/value``, observe it, stream it, bind it.
+  ///
+  /// - Parameter key: The key.
+  /// - Returns: A property over this store; making one is cheap.
+  public func property<Value>(_ key: DefaultsKey<Value>) -> DefaultsProperty<Value> {
+    DefaultsProperty(store: self, key: key)
+  }
+
+  // MARK: Internals shared with properties and observers
+
+  private func stored<Value>(for key: DefaultsKey<Value>) -> Any? {
+    key.name.isEmpty ? nil : hub.defaults.object(forKey: key.name)
+  }
+
+  /// Decodes what storage returned for a key; the failure says why the default applies.
+  func decode<Value>(_ object: Any?, for key: DefaultsKey<Value>) -> Result<Value, DefaultsError> {
+    guard !key.name.isEmpty else { return .failure(.invalidKey(key.name)) }
+    guard let object else { return .success(key.defaultValue) }
+    guard let stored = PropertyListValue(foundationObject: object) else {
+      return .failure(.typeMismatch(key: key.name, expected: "\(Value.self)", found: "\(type(of: object))"))
+    }
+    return decode(stored, for: key)
+  }
+
+  func decode<Value>(_ stored: PropertyListValue, for key: DefaultsKey<Value>) -> Result<Value, DefaultsError> {
+    guard let value = Value(propertyListValue: stored) else {
+      return .failure(.typeMismatch(key: key.name, expected: "\(Value.self)", found: stored.kindName))
+    }
+    return .success(value)
+  }
+
+  /// Registers a handler for a key's changes.
+  func observe<Value>(
+    _ key: DefaultsKey<Value>, initial: Bool, handler: @escaping @Sendable (Value) -> Void
+  ) -> DefaultsObservation {
+    guard !key.name.isEmpty else {
+      report(.invalidKey(key.name))
+      if initial { handler(key.defaultValue) }
+      return DefaultsObservation {}
+    }
+    let observer = KeyObserver(
+      key: key,
+      decode: { [weak self] stored in
+        guard let stored else { return key.defaultValue }
+        guard let self else { return Value(propertyListValue: stored) ?? key.defaultValue }
+        switch self.decode(stored, for: key) {
+        case .success(let value): return value
+        case .failure(let issue):
+          self.report(issue)
+          return key.defaultValue
+        }
+      },
+      handler: handler)
+    let hub = hub
+    let id = hub.add(observer, forKey: key.name, initial: initial)
+    return DefaultsObservation {
+      observer.cancel()
+      hub.remove(id: id, forKey: key.name)
+    }
+  }
+}

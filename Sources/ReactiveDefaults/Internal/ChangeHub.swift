@@ -1,0 +1,188 @@
+import Foundation
+import Synchronization
+
+/// Receives the changes of one key. Implemented by ``KeyObserver``; the hub knows nothing of value types.
+protocol ChangeReceiver: AnyObject, Sendable {
+  /// Called outside every hub lock, in no particular thread order: `version` says which change is newer.
+  /// With `notify == false` the receiver only records the value as its baseline.
+  func receive(_ stored: PropertyListValue?, version: UInt64, notify: Bool)
+}
+
+/// The single change hub of one suite in this process: every ``DefaultsStore`` and ``DefaultsProperty``
+/// over the suite shares it, so a write through any of them reaches every observer of that key, and only
+/// the observers of that key.
+///
+/// Writes to storage happen under the hub's lock, so the order of versions is the order of values in
+/// storage; observers are called after the lock is released, and drop versions older than one they saw.
+final class ChangeHub: Sendable {
+  /// What a write does to storage.
+  enum Write {
+    case set(PropertyListValue)
+    case remove
+    #if canImport(Darwin)
+    /// Apple's own `set(_: URL?, forKey:)`, which the design asks for on Apple platforms.
+    case url(URL)
+    #endif
+  }
+
+  /// The observers to call for one change, collected under the lock and called after it.
+  struct Fanout {
+    var stored: PropertyListValue?
+    var version: UInt64
+    var receivers: [any ChangeReceiver]
+
+    func deliver() {
+      for receiver in receivers { receiver.receive(stored, version: version, notify: true) }
+    }
+  }
+
+  private struct KeyEntry {
+    var last: PropertyListValue?
+    var version: UInt64
+    var receivers: [UInt64: any ChangeReceiver] = [:]
+  }
+
+  private struct State {
+    var version: UInt64 = 0
+    var nextReceiverID: UInt64 = 0
+    var keys: [String: KeyEntry] = [:]
+
+    /// Records `stored` as the key's newest value; returns whom to tell, or nil if nothing changed.
+    mutating func record(_ stored: PropertyListValue?, forKey key: String) -> Fanout? {
+      guard var entry = keys[key], entry.last != stored else { return nil }
+      version += 1
+      entry.last = stored
+      entry.version = version
+      keys[key] = entry
+      return Fanout(stored: stored, version: version, receivers: Array(entry.receivers.values))
+    }
+  }
+
+  /// `UserDefaults` is documented as thread-safe but not marked `Sendable` in corelibs Foundation.
+  nonisolated(unsafe) let defaults: UserDefaults
+  /// The suite's name when the hub was made for a name (its plist lives under that name).
+  let suiteName: String?
+  private let state = Mutex(State())
+  /// The thread inside `write` right now (0: none), so that Apple's synchronous `didChangeNotification` for our
+  /// own write does not schedule a refresh.
+  private let writingThread = Atomic<UInt>(0)
+  private let refreshScheduled = Atomic<Bool>(false)
+  private let notificationToken = Mutex<NotificationToken?>(nil)
+
+  init(defaults: UserDefaults, suiteName: String?) {
+    self.defaults = defaults
+    self.suiteName = suiteName
+    // corelibs answers stale reads on a cold suite used from several threads at once: warm it up here.
+    _ = defaults.object(forKey: "ReactiveDefaults.warmUp")
+    let token = NotificationCenter.default.addObserver(
+      forName: UserDefaults.didChangeNotification, object: defaults, queue: nil
+    ) { [weak self] _ in
+      self?.externalChangeNotified()
+    }
+    notificationToken.withLock { $0 = NotificationToken(observer: token) }
+  }
+
+  deinit {
+    if let token = notificationToken.withLock({ $0 }) {
+      NotificationCenter.default.removeObserver(token.observer)
+    }
+  }
+
+  /// The stored value of a key in property-list form; nil when absent or not a property-list value.
+  func stored(forKey key: String) -> PropertyListValue? {
+    defaults.object(forKey: key).flatMap(PropertyListValue.init(foundationObject:))
+  }
+
+  /// Writes to storage and notifies the key's observers if the stored value changed.
+  func write(_ write: Write, forKey key: String) {
+    let fanout = state.withLock { state -> Fanout? in
+      writingThread.store(currentThreadID(), ordering: .relaxed)
+      defer { writingThread.store(0, ordering: .relaxed) }
+      let newValue: PropertyListValue?
+      switch write {
+      case .set(let value):
+        defaults.set(value.foundationObject, forKey: key)
+        newValue = value
+      case .remove:
+        defaults.removeObject(forKey: key)
+        newValue = nil
+      #if canImport(Darwin)
+      case .url(let url):
+        defaults.set(url, forKey: key)
+        newValue = stored(forKey: key)
+      #endif
+      }
+      return state.record(newValue, forKey: key)
+    }
+    fanout?.deliver()
+  }
+
+  /// Re-reads every observed key and notifies the observers of those whose value differs from the one they
+  /// last saw. Keys nobody observes are not read.
+  func refresh() {
+    let fanouts = state.withLock { state -> [Fanout] in
+      var fanouts: [Fanout] = []
+      for key in state.keys.keys {
+        if let fanout = state.record(stored(forKey: key), forKey: key) { fanouts.append(fanout) }
+      }
+      return fanouts
+    }
+    for fanout in fanouts { fanout.deliver() }
+  }
+
+  /// Registers a receiver for a key and hands it the current value (as a change when `initial`, else as
+  /// its baseline). Returns the id to remove it with.
+  func add(_ receiver: any ChangeReceiver, forKey key: String, initial: Bool) -> UInt64 {
+    let (id, current, version, fanout) = state.withLock {
+      state -> (UInt64, PropertyListValue?, UInt64, Fanout?) in
+      let current = stored(forKey: key)
+      // A value that changed behind our back since the key's observers last heard is a change for them too.
+      let fanout = state.record(current, forKey: key)
+      if state.keys[key] == nil {
+        state.version += 1
+        state.keys[key] = KeyEntry(last: current, version: state.version)
+      }
+      state.nextReceiverID += 1
+      let id = state.nextReceiverID
+      state.keys[key]!.receivers[id] = receiver
+      return (id, current, state.keys[key]!.version, fanout)
+    }
+    fanout?.deliver()
+    receiver.receive(current, version: version, notify: initial)
+    return id
+  }
+
+  /// Removes a receiver; the key's entry goes with its last receiver.
+  func remove(id: UInt64, forKey key: String) {
+    // The receiver is released after the lock, in case it is the last reference to something heavier.
+    let removed = state.withLock { state -> (any ChangeReceiver)? in
+      let removed = state.keys[key]?.receivers.removeValue(forKey: id)
+      if state.keys[key]?.receivers.isEmpty == true { state.keys[key] = nil }
+      return removed
+    }
+    _ = removed
+  }
+
+  /// The number of live receivers across all keys (for tests and diagnostics).
+  var observerCount: Int {
+    state.withLock { $0.keys.values.reduce(0) { $0 + $1.receivers.count } }
+  }
+
+  private func externalChangeNotified() {
+    // Our own writes already notified their observers; Apple posts the notification synchronously inside them.
+    guard writingThread.load(ordering: .relaxed) != currentThreadID() else { return }
+    // Coalesce a burst of notifications into one refresh, off the posting thread (which may hold locks).
+    guard refreshScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+    else { return }
+    DispatchQueue.global().async { [weak self] in
+      guard let self else { return }
+      self.refreshScheduled.store(false, ordering: .releasing)
+      self.refresh()
+    }
+  }
+}
+
+/// The token `NotificationCenter` returns: an immutable handle, only ever passed back to `removeObserver`.
+private struct NotificationToken: @unchecked Sendable {
+  let observer: any NSObjectProtocol
+}

@@ -1,0 +1,94 @@
+import Synchronization
+
+/// One observer of one key: decodes the hub's changes to `Value`, drops stale and repeated values, and calls
+/// the handler outside every lock.
+///
+/// Only one thread calls the handler at a time. A change that arrives while the handler runs (from another
+/// thread, or from a write inside the handler) is kept as the single pending value and delivered right after
+/// the handler returns, by the thread already delivering: newest value wins, nothing runs nested.
+final class KeyObserver<Value: DefaultsValue>: ChangeReceiver {
+  private struct Pending {
+    var stored: PropertyListValue?
+    var notify: Bool
+  }
+
+  private struct State {
+    var newestVersion: UInt64 = 0
+    var pending: Pending?
+    var draining = false
+    var cancelled = false
+    var hasDelivered = false
+    var lastDelivered: Value?
+  }
+
+  private let key: DefaultsKey<Value>
+  private let decode: @Sendable (PropertyListValue?) -> Value
+  private let handler: @Sendable (Value) -> Void
+  private let state = Mutex(State())
+
+  init(
+    key: DefaultsKey<Value>, decode: @escaping @Sendable (PropertyListValue?) -> Value,
+    handler: @escaping @Sendable (Value) -> Void
+  ) {
+    self.key = key
+    self.decode = decode
+    self.handler = handler
+  }
+
+  func cancel() {
+    state.withLock { $0.cancelled = true }
+  }
+
+  func receive(_ stored: PropertyListValue?, version: UInt64, notify: Bool) {
+    let startDraining = state.withLock { state -> Bool in
+      // Versions start at 1 and a receiver hears each version at most once: anything not newer is stale.
+      guard !state.cancelled, version > state.newestVersion else { return false }
+      state.newestVersion = version
+      state.pending = Pending(stored: stored, notify: notify || (state.pending?.notify ?? false))
+      guard !state.draining else { return false }
+      state.draining = true
+      return true
+    }
+    if startDraining { drain() }
+  }
+
+  private func drain() {
+    while true {
+      let next = state.withLock { state -> Pending? in
+        guard !state.cancelled, let pending = state.pending else {
+          state.draining = false
+          state.pending = nil
+          return nil
+        }
+        state.pending = nil
+        return pending
+      }
+      guard let next else { return }
+      let value = decode(next.stored)
+      let isNew = state.withLock { state -> Bool in
+        defer {
+          state.hasDelivered = true
+          state.lastDelivered = value
+        }
+        guard state.hasDelivered, let last = state.lastDelivered else { return true }
+        return !isSameStoredValue(last, value)
+      }
+      if next.notify && isNew { handler(value) }
+    }
+  }
+}
+
+/// Whether two values are the same setting: `==` where the type is `Equatable`, else equal stored forms.
+func isSameStoredValue<Value: DefaultsValue>(_ lhs: Value, _ rhs: Value) -> Bool {
+  if let lhs = lhs as? any Equatable {
+    return lhs.isEqual(to: rhs)
+  }
+  return (try? lhs.propertyListValue()) == (try? rhs.propertyListValue())
+}
+
+extension Equatable {
+  fileprivate func isEqual(to other: Any) -> Bool {
+    guard let other = other as? Self else { return false }
+    return self == other
+  }
+}

@@ -1,0 +1,171 @@
+public import Foundation
+
+/// A value in the form `UserDefaults` stores it: one of the property-list types.
+///
+/// Every ``DefaultsValue`` converts to and from this form. It is what the library compares to decide
+/// whether a write changed anything, and it is the extension point for storing your own types:
+///
+/// ```swift
+/// struct RGB: DefaultsValue {
+///   var red = 0, green = 0, blue = 0
+///   func propertyListValue() -> PropertyListValue? {
+///     .array([.integer(Int128(red)), .integer(Int128(green)), .integer(Int128(blue))])
+///   }
+///   init?(propertyListValue: PropertyListValue) {
+///     guard let parts = [Int](propertyListValue: propertyListValue), parts.count == 3 else { return nil }
+///     (red, green, blue) = (parts[0], parts[1], parts[2])
+///   }
+/// }
+/// ```
+public enum PropertyListValue: Sendable, Hashable {
+  /// `<true/>` or `<false/>`.
+  case bool(Bool)
+  /// `<integer>`: wide enough for every `Int64` and every `UInt64`.
+  case integer(Int128)
+  /// `<real>`.
+  case real(Double)
+  /// `<string>`.
+  case string(String)
+  /// `<data>`.
+  case data(Data)
+  /// `<date>`.
+  case date(Date)
+  /// `<array>`.
+  case array([PropertyListValue])
+  /// `<dict>`, whose keys are always strings.
+  case dictionary([String: PropertyListValue])
+
+  /// A short name of the kind of value, as used in ``DefaultsError/typeMismatch(key:expected:found:)``.
+  public var kindName: String {
+    switch self {
+    case .bool: "Bool"
+    case .integer: "Integer"
+    case .real: "Real"
+    case .string: "String"
+    case .data: "Data"
+    case .date: "Date"
+    case .array: "Array"
+    case .dictionary: "Dictionary"
+    }
+  }
+}
+
+extension PropertyListValue {
+  /// Converts what `UserDefaults.object(forKey:)` or a property-list parser returned.
+  ///
+  /// Accepts the Swift value types corelibs Foundation returns (including `[Optional<Any>]` arrays,
+  /// `[AnyHashable: Optional<Any>]` dictionaries, `Int64` and `UInt64`), and the `NS` classes Apple's
+  /// Foundation returns. Returns `nil` for anything that is not a property-list value.
+  public init?(foundationObject object: Any) {
+    // NSNumber instances (Apple's Foundation returns them; corelibs for values from `register(defaults:)`)
+    // would match several numeric casts below, so they are classified by their own type first.
+    if type(of: object) is NSNumber.Type, let number = object as? NSNumber {
+      guard let value = PropertyListValue(number: number) else { return nil }
+      self = value
+      return
+    }
+    switch object {
+    case let value as String: self = .string(value)
+    case let value as Int: self = .integer(Int128(value))
+    case let value as Bool: self = .bool(value)
+    case let value as Double: self = .real(value)
+    case let value as Data: self = .data(value)
+    case let value as Date: self = .date(value)
+    case let value as Int64: self = .integer(Int128(value))
+    case let value as UInt64: self = .integer(Int128(value))
+    case let value as Float: self = .real(Double(value))
+    case let value as Int32: self = .integer(Int128(value))
+    case let value as Int16: self = .integer(Int128(value))
+    case let value as Int8: self = .integer(Int128(value))
+    case let value as UInt: self = .integer(Int128(value))
+    case let value as UInt32: self = .integer(Int128(value))
+    case let value as UInt16: self = .integer(Int128(value))
+    case let value as UInt8: self = .integer(Int128(value))
+    case let value as [Any]:
+      var items: [PropertyListValue] = []
+      items.reserveCapacity(value.count)
+      for element in value {
+        guard let unwrapped = unwrapOptional(element), let item = PropertyListValue(foundationObject: unwrapped)
+        else { return nil }
+        items.append(item)
+      }
+      self = .array(items)
+    case let value as [AnyHashable: Any]:
+      var entries: [String: PropertyListValue] = [:]
+      entries.reserveCapacity(value.count)
+      for (key, element) in value {
+        guard let name = key.base as? String, let unwrapped = unwrapOptional(element),
+          let item = PropertyListValue(foundationObject: unwrapped)
+        else { return nil }
+        entries[name] = item
+      }
+      self = .dictionary(entries)
+    default:
+      guard let unwrapped = unwrapOptional(object), !(unwrapped is any OptionalProtocol) else { return nil }
+      self.init(foundationObject: unwrapped)
+    }
+  }
+
+  private init?(number: NSNumber) {
+    #if canImport(Darwin)
+    if CFGetTypeID(number) == CFBooleanGetTypeID() {
+      self = .bool(number.boolValue)
+      return
+    }
+    #endif
+    switch UnicodeScalar(UInt8(bitPattern: number.objCType.pointee)) {
+    case "c" where number.int8Value == 0 || number.int8Value == 1:
+      #if canImport(Darwin)
+      self = .integer(Int128(number.int8Value))
+      #else
+      self = .bool(number.boolValue)
+      #endif
+    case "f", "d": self = .real(number.doubleValue)
+    case "Q", "L", "I", "S", "C": self = .integer(Int128(number.uint64Value))
+    default: self = .integer(Int128(number.int64Value))
+    }
+  }
+
+  /// The object handed to `UserDefaults.set(_:forKey:)`: plain Swift values, which both Foundations store
+  /// as the matching property-list type.
+  public var foundationObject: Any {
+    switch self {
+    case .bool(let value): value
+    case .integer(let value):
+      if let small = Int(exactly: value) {
+        small
+      } else if let large = UInt64(exactly: value) {
+        large
+      } else {
+        // Only a hand-made .integer beyond 64 bits gets here; clamp rather than trap.
+        value < 0 ? Int64.min : UInt64.max
+      }
+    case .real(let value): value
+    case .string(let value): value
+    case .data(let value): value
+    case .date(let value): value
+    case .array(let items): items.map(\.foundationObject)
+    case .dictionary(let entries): entries.mapValues(\.foundationObject)
+    }
+  }
+}
+
+/// Lets `Any` values holding an `Optional` (corelibs returns arrays as `[Optional<Any>]`) be unwrapped
+/// without reflection.
+protocol OptionalProtocol {
+  var wrappedAny: Any? { get }
+}
+
+extension Optional: OptionalProtocol {
+  var wrappedAny: Any? { map { $0 as Any } }
+}
+
+/// Unwraps any depth of `Optional` held in an `Any`; `nil` for a `none` at any depth.
+func unwrapOptional(_ value: Any) -> Any? {
+  var current = value
+  while let optional = current as? any OptionalProtocol {
+    guard let inner = optional.wrappedAny else { return nil }
+    current = inner
+  }
+  return current
+}
