@@ -101,7 +101,8 @@ extension PropertyListValue {
       }
       self = .dictionary(entries)
     default:
-      guard let unwrapped = unwrapOptional(object), !(unwrapped is any OptionalProtocol) else { return nil }
+      // An Optional boxed in Any (an element of corelibs' [Optional<Any>]) reads as what it wraps.
+      guard object is any OptionalProtocol, let unwrapped = unwrapOptional(object) else { return nil }
       self.init(foundationObject: unwrapped)
     }
   }
