@@ -1,0 +1,236 @@
+import Foundation
+import Observation
+@testable import ReactiveDefaults
+import Synchronization
+import Testing
+
+@Suite struct ObservationTests {
+  @Test func observeDeliversTheCurrentValueThenChanges() {
+    let (store, _) = makeStore()
+    store[.volume] = 0.1
+    let seen = Recorder<Double>()
+    let token = store.property(.volume).observe { seen.append($0) }
+    store[.volume] = 0.2
+    store[.volume] = 0.3
+    #expect(seen.values == [0.1, 0.2, 0.3])
+    #expect(store.hub.observerCount == 1)
+    token.cancel()
+    store[.volume] = 0.4
+    #expect(seen.values == [0.1, 0.2, 0.3])
+    #expect(token.isCancelled)
+    #expect(store.hub.observerCount == 0)
+  }
+
+  @Test func initialFalseSkipsTheCurrentValue() {
+    let (store, _) = makeStore()
+    let seen = Recorder<Int>()
+    let token = store.property(.count).observe(initial: false) { seen.append($0) }
+    store[.count] = 0  // the value it already has: not a change
+    store[.count] = 1
+    #expect(seen.values == [1])
+    _ = token
+  }
+
+  @Test func droppingTheTokenEndsTheObservation() {
+    let (store, _) = makeStore()
+    let seen = Recorder<Int>()
+    do {
+      let token = store.property(.count).observe { seen.append($0) }
+      store[.count] = 1
+      _ = token
+    }
+    store[.count] = 2
+    #expect(seen.values == [0, 1])
+    #expect(store.hub.observerCount == 0)
+  }
+
+  @Test func theTokenAloneKeepsTheObservationAlive() {
+    let name = makeSuiteName()
+    let seen = Recorder<Int>()
+    // Neither the store nor the property outlives this line; the token does.
+    let token = DefaultsStore(suiteName: name)!.property(.count).observe { seen.append($0) }
+    DefaultsStore(suiteName: name)![.count] = 5
+    #expect(seen.values == [0, 5])
+    _ = token
+  }
+
+  @Test func writingTheStoredValueAgainNotifiesNobody() {
+    let (store, _) = makeStore()
+    let seen = Recorder<String?>()
+    let token = store.property(.nickname).observe { seen.append($0) }
+    store[.nickname] = nil  // nil → nil
+    store.reset(.nickname)
+    store[.nickname] = "a"
+    store[.nickname] = "a"
+    store[.nickname] = nil
+    store[.nickname] = nil
+    #expect(seen.values == [nil, "a", nil])
+    _ = token
+  }
+
+  @Test func deDuplicatesValuesThatAreNotEquatable() {
+    let (store, _) = makeStore()
+    let key = DefaultsKey<Opaque>("opaque", default: Opaque(items: []))
+    let seen = Recorder<[String]>()
+    let token = store.property(key).observe { seen.append($0.items) }
+    store[key] = Opaque(items: ["a"])
+    store[key] = Opaque(items: ["a"])
+    store[key] = Opaque(items: ["b"])
+    #expect(seen.values == [[], ["a"], ["b"]])
+    _ = token
+  }
+
+  @Test func onlyTheChangedKeysObserversRun() {
+    let (store, _) = makeStore()
+    let volumes = Recorder<Double>()
+    let counts = Recorder<Int>()
+    let tokens = [
+      store.property(.volume).observe(initial: false) { volumes.append($0) },
+      store.property(.count).observe(initial: false) { counts.append($0) },
+    ]
+    store[.volume] = 1
+    store[.volume] = 2
+    #expect(volumes.values == [1, 2])
+    #expect(counts.values.isEmpty)
+    _ = tokens
+  }
+
+  @Test func observersRunAfterTheValueIsVisible() {
+    let (store, _) = makeStore()
+    let readInside = Recorder<Int>()
+    let token = store.property(.count).observe(initial: false) { _ in readInside.append(store[.count]) }
+    store[.count] = 9
+    #expect(readInside.values == [9])
+    _ = token
+  }
+
+  @Test func twoStoresOnOneSuiteShareChanges() {
+    let name = makeSuiteName()
+    let observing = DefaultsStore(suiteName: name)!
+    let writing = DefaultsStore(suiteName: name)!
+    let seen = Recorder<Theme>()
+    let token = observing.property(.theme).observe { seen.append($0) }
+    writing[.theme] = .dark
+    #expect(seen.values == [.system, .dark])
+    _ = token
+  }
+
+  @Test func typeMismatchesReachObserversAsTheDefault() {
+    let (store, issues) = makeStore()
+    let seen = Recorder<Double>()
+    let token = store.property(.volume).observe { seen.append($0) }
+    store[.volume] = 0.7
+    // Another key type over the same name writes a string.
+    store[DefaultsKey<String>("volume", default: "")] = "loud"
+    #expect(seen.values == [0.5, 0.7, 0.5])
+    #expect(issues.values.contains(.typeMismatch(key: "volume", expected: "Double", found: "String")))
+    _ = token
+  }
+
+  @Test func reentrantWritesFromACallbackDoNotDeadlock() {
+    let (store, _) = makeStore()
+    let seen = Recorder<Int>()
+    let token = store.property(.count).observe { value in
+      seen.append(value)
+      if value < 5 { store[.count] = value + 1 }  // writes the key it observes
+      _ = store[.volume]
+      store[.name] = "\(value)"  // and another key
+    }
+    #expect(seen.values == [0, 1, 2, 3, 4, 5])
+    #expect(store[.count] == 5)
+    #expect(store[.name] == "5")
+    _ = token
+  }
+
+  @Test func refreshNotifiesOnlyKeysThatChangedBehindTheLibrarysBack() {
+    let (store, _) = makeStore()
+    let volumes = Recorder<Double>()
+    let counts = Recorder<Int>()
+    let tokens = [
+      store.property(.volume).observe(initial: false) { volumes.append($0) },
+      store.property(.count).observe(initial: false) { counts.append($0) },
+    ]
+    store.userDefaults.set(0.9, forKey: "volume")  // plain write: no notification on Linux
+    #expect(volumes.values.isEmpty)
+    store.refresh()
+    #expect(volumes.values == [0.9])
+    #expect(counts.values.isEmpty)
+    store.refresh()
+    #expect(volumes.values == [0.9])
+    _ = tokens
+  }
+
+  @Test func didChangeNotificationTriggersARefresh() async {
+    let (store, _) = makeStore()
+    let seen = Recorder<Int>()
+    let token = store.property(.count).observe(initial: false) { seen.append($0) }
+    // corelibs posts didChangeNotification for setPersistentDomain: the hub refreshes on its own.
+    store.userDefaults.setPersistentDomain(["count": 12], forName: store.suiteName!)
+    #expect(await seen.wait { $0.last == 12 })
+    _ = token
+  }
+
+  @Test func bindKeepsTwoPropertiesEqualBothWays() {
+    let (first, _) = makeStore()
+    let (second, _) = makeStore()
+    // Values are checked through the stores: reading `value` would add an Observation subscription.
+    let a = first.property(.volume)
+    let b = second.property(.volume)
+    a.value = 0.2
+    let writesToB = Recorder<Double>()
+    let watch = b.observe(initial: false) { writesToB.append($0) }
+    let before = first.hub.observerCount + second.hub.observerCount
+    let link = a.bind(to: b)
+    #expect(second[.volume] == 0.2)  // the receiver's value is copied first
+    a.value = 0.3
+    #expect(second[.volume] == 0.3)
+    b.value = 0.4
+    #expect(first[.volume] == 0.4)
+    #expect(writesToB.values == [0.2, 0.3, 0.4])  // no echo
+    link.cancel()
+    #expect(first.hub.observerCount + second.hub.observerCount == before)
+    a.value = 0.6
+    #expect(second[.volume] == 0.4)
+    b.value = 0.7
+    #expect(first[.volume] == 0.6)
+    _ = watch
+  }
+
+  @Test func eachObserverSeesTheFinalValueAndNeverGoesBackwardsPerWriter() async {
+    let (store, _) = makeStore()
+    let observers = (0..<4).map { _ in Recorder<Int>() }
+    let tokens = observers.map { recorder in store.property(.count).observe { recorder.append($0) } }
+    await withTaskGroup(of: Void.self) { group in
+      for writer in 1...4 {
+        group.addTask {
+          for step in 0..<2_000 { store[.count] = writer * 10_000 + step }
+        }
+      }
+    }
+    let stored = store[.count]
+    for recorder in observers {
+      #expect(recorder.last == stored)
+      // Per writer, values only go forward.
+      for writer in 1...4 {
+        let mine = recorder.values.filter { $0 / 10_000 == writer }
+        #expect(mine == mine.sorted())
+      }
+    }
+    _ = tokens
+  }
+
+  @Test func withObservationTrackingSeesChanges() {
+    let (store, _) = makeStore()
+    let volume = store.property(.volume)
+    let fired = Recorder<Bool>()
+    withObservationTracking {
+      _ = volume.value
+    } onChange: {
+      fired.append(true)
+    }
+    store[.count] = 3  // another key: not tracked
+    #expect(fired.values.isEmpty)
+    store[.volume] = 0.9  // through the store, not the property
+    #expect(fired.values == [true])
+  }
+}

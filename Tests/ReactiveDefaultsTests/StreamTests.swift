@@ -1,0 +1,65 @@
+import Foundation
+@testable import ReactiveDefaults
+import Testing
+
+@Suite struct StreamTests {
+  @Test func streamYieldsTheCurrentValueThenDistinctChanges() async {
+    let (store, _) = makeStore()
+    store[.count] = 1
+    let seen = Recorder<Int>()
+    let stream = store.property(.count).values
+    let consumer = Task {
+      for await value in stream { seen.append(value) }
+    }
+    #expect(await seen.wait { $0 == [1] })
+    store[.count] = 2
+    #expect(await seen.wait { $0.last == 2 })
+    store[.count] = 2
+    store[.count] = 3
+    #expect(await seen.wait { $0.last == 3 })
+    #expect(seen.values == [1, 2, 3])
+    consumer.cancel()
+  }
+
+  @Test func slowConsumersGetTheNewestValueOnly() async {
+    let (store, _) = makeStore()
+    let stream = store.property(.count).values
+    // Nobody consumes yet: the buffer keeps only the newest value.
+    for step in 1...100 { store[.count] = step }
+    var iterator = stream.makeAsyncIterator()
+    #expect(await iterator.next() == 100)
+    store[.count] = 101
+    #expect(await iterator.next() == 101)
+  }
+
+  @Test func cancellingTheConsumerRemovesTheObserver() async {
+    let (store, _) = makeStore()
+    let seen = Recorder<Int>()
+    let stream = store.property(.count).values
+    let consumer = Task {
+      for await value in stream { seen.append(value) }
+      seen.append(-1)  // the loop ended
+    }
+    #expect(await seen.wait { $0 == [0] })
+    consumer.cancel()
+    #expect(await seen.wait { $0.last == -1 })
+    #expect(store.hub.observerCount == 0)
+    store[.count] = 5
+    #expect(seen.values == [0, -1])
+  }
+
+  @Test func droppingAStreamRemovesItsObserver() async {
+    let (store, _) = makeStore()
+    let seen = Recorder<Int>()
+    do {
+      let stream = store.property(.count).values
+      #expect(store.hub.observerCount == 1)
+      _ = stream
+    }
+    #expect(store.hub.observerCount == 0)
+    let token = store.property(.count).observe(initial: false) { seen.append($0) }
+    store[.count] = 1
+    #expect(seen.values == [1])
+    _ = token
+  }
+}
