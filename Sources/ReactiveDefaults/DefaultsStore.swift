@@ -108,10 +108,10 @@ public final class DefaultsStore: Sendable {
   public func set<Value>(_ value: Value, for key: DefaultsKey<Value>) throws(DefaultsError) {
     guard !key.name.isEmpty else { throw .invalidKey(key.name) }
     #if canImport(Darwin)
-    if let url = value as? URL {
-      hub.write(.url(url), forKey: key.name)
-      return
-    }
+      if let url = value as? URL {
+        hub.write(.url(url), forKey: key.name)
+        return
+      }
     #endif
     let stored: PropertyListValue?
     do {

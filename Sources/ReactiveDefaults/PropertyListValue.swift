@@ -109,17 +109,17 @@ extension PropertyListValue {
 
   private init?(number: NSNumber) {
     #if canImport(Darwin)
-    if CFGetTypeID(number) == CFBooleanGetTypeID() {
-      self = .bool(number.boolValue)
-      return
-    }
+      if CFGetTypeID(number) == CFBooleanGetTypeID() {
+        self = .bool(number.boolValue)
+        return
+      }
     #endif
     switch UnicodeScalar(UInt8(bitPattern: number.objCType.pointee)) {
     case "c" where number.int8Value == 0 || number.int8Value == 1:
       #if canImport(Darwin)
-      self = .integer(Int128(number.int8Value))
+        self = .integer(Int128(number.int8Value))
       #else
-      self = .bool(number.boolValue)
+        self = .bool(number.boolValue)
       #endif
     case "f", "d": self = .real(number.doubleValue)
     case "Q", "L", "I", "S", "C": self = .integer(Int128(number.uint64Value))

@@ -1,8 +1,9 @@
 import Foundation
 import Observation
-@testable import ReactiveDefaults
 import Synchronization
 import Testing
+
+@testable import ReactiveDefaults
 
 @Suite struct ObservationTests {
   @Test func observeDeliversTheCurrentValueThenChanges() {

@@ -1,6 +1,7 @@
 import Foundation
-@testable import ReactiveDefaults
 import Testing
+
+@testable import ReactiveDefaults
 
 @Suite struct StreamTests {
   @Test func streamYieldsTheCurrentValueThenDistinctChanges() async {

@@ -20,8 +20,8 @@ final class ChangeHub: Sendable {
     case set(PropertyListValue)
     case remove
     #if canImport(Darwin)
-    /// Apple's own `set(_: URL?, forKey:)`, which the design asks for on Apple platforms.
-    case url(URL)
+      /// Apple's own `set(_: URL?, forKey:)`, which the design asks for on Apple platforms.
+      case url(URL)
     #endif
   }
 
@@ -107,9 +107,9 @@ final class ChangeHub: Sendable {
         defaults.removeObject(forKey: key)
         newValue = nil
       #if canImport(Darwin)
-      case .url(let url):
-        defaults.set(url, forKey: key)
-        newValue = stored(forKey: key)
+        case .url(let url):
+          defaults.set(url, forKey: key)
+          newValue = stored(forKey: key)
       #endif
       }
       return state.record(newValue, forKey: key)
@@ -161,6 +161,11 @@ final class ChangeHub: Sendable {
       return removed
     }
     _ = removed
+  }
+
+  /// The number of changes recorded so far (for tests: a write that changes nothing does not count).
+  var changeCount: UInt64 {
+    state.withLock { $0.version }
   }
 
   /// The number of live receivers across all keys (for tests and diagnostics).
