@@ -5,10 +5,19 @@ let package = Package(
   name: "ReactiveDefaults",
   platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
   products: [
-    .library(name: "ReactiveDefaults", targets: ["ReactiveDefaults"])
+    .library(name: "ReactiveDefaults", targets: ["ReactiveDefaults"]),
+    .executable(name: "rdefaults", targets: ["rdefaults"]),
   ],
   targets: [
     .target(name: "ReactiveDefaults"),
+    .target(name: "ReactiveDefaultsCLI", dependencies: ["ReactiveDefaults"]),
+    .executableTarget(name: "rdefaults", dependencies: ["ReactiveDefaultsCLI"]),
+    // A second process for the durability tests; not a product.
+    .executableTarget(name: "rdefaults-test-helper", dependencies: ["ReactiveDefaults"]),
+    .testTarget(
+      name: "ReactiveDefaultsCLITests",
+      dependencies: ["ReactiveDefaultsCLI", "ReactiveDefaults", "rdefaults", "rdefaults-test-helper"]
+    ),
     .testTarget(
       name: "ReactiveDefaultsTests",
       dependencies: ["ReactiveDefaults"],

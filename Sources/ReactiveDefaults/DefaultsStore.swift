@@ -137,8 +137,12 @@ public final class DefaultsStore: Sendable {
   }
 
   /// Saves pending writes to disk now.
+  ///
+  /// Writes are saved on their own at most 100 ms later (and at normal exit) anyway; `flush()` is for when
+  /// the process may be killed right after the write. On Linux the save holds an advisory lock on
+  /// `<suite>.plist.lock`, so processes using the library never lose each other's keys.
   public func flush() {
-    _ = hub.defaults.synchronize()
+    hub.save()
   }
 
   // MARK: Properties
@@ -149,6 +153,44 @@ public final class DefaultsStore: Sendable {
   /// - Returns: A property over this store; making one is cheap.
   public func property<Value>(_ key: DefaultsKey<Value>) -> DefaultsProperty<Value> {
     DefaultsProperty(store: self, key: key)
+  }
+
+  /// Calls `onChange` each time another process (or anything else) rewrites the suite's plist, until the
+  /// returned token ends. For tools that watch a whole domain; nil where the suite has no known file or
+  /// on platforms without file watching.
+  ///
+  /// - Parameter onChange: Called on a background thread after the suite was reloaded from disk.
+  /// - Returns: The token that keeps the watch alive.
+  @_spi(Tools) public func watchSuiteFile(_ onChange: @escaping @Sendable () -> Void) -> DefaultsObservation? {
+    #if os(Linux)
+      guard let file = hub.file else { return nil }
+      let hub = hub
+      let subscription = FolderWatcher.subscribe(folder: file.folder, fileName: file.fileName) {
+        hub.save()
+        onChange()
+      }
+      guard let subscription else { return nil }
+      return DefaultsObservation { subscription.cancel() }
+    #else
+      return nil
+    #endif
+  }
+
+  /// The suite's plist file, when known.
+  @_spi(Tools) public var fileURL: URL? {
+    hub.file.map { URL(fileURLWithPath: $0.path) }
+  }
+
+  /// Removes the whole suite: every key (observers are told) and its plist file.
+  @_spi(Tools) public func removeSuite() {
+    if let name = suiteName, let persistent = userDefaults.persistentDomain(forName: name) {
+      for key in persistent.keys { hub.write(.remove, forKey: key) }
+    }
+    hub.save()
+    if let file = hub.file {
+      file.withLock { _ = try? FileManager.default.removeItem(atPath: file.path) }
+      try? FileManager.default.removeItem(atPath: file.lockPath)
+    }
   }
 
   // MARK: Internals shared with properties and observers

@@ -62,6 +62,18 @@ final class ChangeHub: Sendable {
   nonisolated(unsafe) let defaults: UserDefaults
   /// The suite's name when the hub was made for a name (its plist lives under that name).
   let suiteName: String?
+  /// The suite's plist and lock file, when known (a named suite, or `UserDefaults.standard`).
+  let file: SuiteFile?
+  /// How long after a write its coalesced save runs: well inside the promised 100 ms.
+  static let saveDelay: DispatchTimeInterval = .milliseconds(50)
+  /// Writes since the last save; corelibs' cost of adding keys grows with this until a save.
+  static let maximumUnsavedWrites = 256
+  private let unsavedWrites = Atomic<Int>(0)
+  private let saveScheduled = Atomic<Bool>(false)
+  private let reloadScheduled = Atomic<Bool>(false)
+  #if os(Linux)
+    private let watch = Mutex<FolderWatcher.Subscription?>(nil)
+  #endif
   private let state = Mutex(State())
   /// The thread inside `write` right now (0: none), so that Apple's synchronous `didChangeNotification` for our
   /// own write does not schedule a refresh.
@@ -72,6 +84,13 @@ final class ChangeHub: Sendable {
   init(defaults: UserDefaults, suiteName: String?) {
     self.defaults = defaults
     self.suiteName = suiteName
+    if let suiteName {
+      file = SuiteFile(suiteName: suiteName)
+    } else if defaults === UserDefaults.standard {
+      file = SuiteFile(suiteName: SuiteFile.standardDomainName)
+    } else {
+      file = nil
+    }
     // corelibs answers stale reads on a cold suite used from several threads at once: warm it up here.
     _ = defaults.object(forKey: "ReactiveDefaults.warmUp")
     let token = NotificationCenter.default.addObserver(
@@ -83,6 +102,7 @@ final class ChangeHub: Sendable {
   }
 
   deinit {
+    if unsavedWrites.load(ordering: .relaxed) > 0 { save() }
     if let token = notificationToken.withLock({ $0 }) {
       NotificationCenter.default.removeObserver(token.observer)
     }
@@ -114,7 +134,74 @@ final class ChangeHub: Sendable {
       }
       return state.record(newValue, forKey: key)
     }
+    noteUnsavedWrite()
     fanout?.deliver()
+  }
+
+  // MARK: Saving and reloading
+
+  /// Saves now, holding the suite's file lock: pending writes reach disk, merged with what other processes
+  /// saved.
+  func save() {
+    unsavedWrites.store(0, ordering: .relaxed)
+    SaveOnExit.remove(self)
+    if let file {
+      _ = file.withLock { defaults.synchronize() }
+    } else {
+      _ = defaults.synchronize()
+    }
+  }
+
+  /// Reloads the suite from disk (under the file lock) and notifies the observers of keys that changed.
+  func reload() {
+    save()
+    refresh()
+  }
+
+  private func noteUnsavedWrite() {
+    if unsavedWrites.add(1, ordering: .relaxed).newValue >= Self.maximumUnsavedWrites {
+      save()
+      return
+    }
+    SaveOnExit.add(self)
+    guard saveScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+    else { return }
+    DispatchQueue.global().asyncAfter(deadline: .now() + Self.saveDelay) { [weak self] in
+      guard let self else { return }
+      self.saveScheduled.store(false, ordering: .releasing)
+      self.save()
+    }
+  }
+
+  /// Schedules one reload for a burst of file events.
+  private func fileChanged() {
+    guard reloadScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+    else { return }
+    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(5)) { [weak self] in
+      guard let self else { return }
+      self.reloadScheduled.store(false, ordering: .releasing)
+      self.reload()
+    }
+  }
+
+  /// Watches the suite's file while the hub has observers (Linux: Apple platforms have their own notifications).
+  private func updateWatching() {
+    #if os(Linux)
+      guard let file else { return }
+      let ended = watch.withLock { subscription -> FolderWatcher.Subscription? in
+        let wanted = observerCount > 0
+        if wanted && subscription == nil {
+          subscription = FolderWatcher.subscribe(folder: file.folder, fileName: file.fileName) { [weak self] in
+            self?.fileChanged()
+          }
+        } else if !wanted, let current = subscription {
+          subscription = nil
+          return current
+        }
+        return nil
+      }
+      ended?.cancel()
+    #endif
   }
 
   /// Re-reads every observed key and notifies the observers of those whose value differs from the one they
@@ -147,6 +234,7 @@ final class ChangeHub: Sendable {
       state.keys[key]!.receivers[id] = receiver
       return (id, current, state.keys[key]!.version, fanout)
     }
+    updateWatching()
     fanout?.deliver()
     receiver.receive(current, version: version, notify: initial)
     return id
@@ -161,6 +249,7 @@ final class ChangeHub: Sendable {
       return removed
     }
     _ = removed
+    updateWatching()
   }
 
   /// The number of changes recorded so far (for tests: a write that changes nothing does not count).
@@ -190,4 +279,35 @@ final class ChangeHub: Sendable {
 /// The token `NotificationCenter` returns: an immutable handle, only ever passed back to `removeObserver`.
 private struct NotificationToken: @unchecked Sendable {
   let observer: any NSObjectProtocol
+}
+
+/// Saves, at normal process exit, the hubs whose coalesced save has not run yet: `set` then `exit(0)` loses
+/// nothing.
+enum SaveOnExit {
+  private static let pending = Mutex<[ObjectIdentifier: WeakHub]>([:])
+  private static let installed: Bool = {
+    atexit { SaveOnExit.saveAll() }
+    return true
+  }()
+
+  private struct WeakHub {
+    weak var hub: ChangeHub?
+  }
+
+  static func add(_ hub: ChangeHub) {
+    _ = installed
+    pending.withLock { $0[ObjectIdentifier(hub)] = WeakHub(hub: hub) }
+  }
+
+  static func remove(_ hub: ChangeHub) {
+    _ = pending.withLock { $0.removeValue(forKey: ObjectIdentifier(hub)) }
+  }
+
+  private static func saveAll() {
+    let hubs = pending.withLock { pending in
+      defer { pending = [:] }
+      return pending.values.compactMap(\.hub)
+    }
+    for hub in hubs { hub.save() }
+  }
 }

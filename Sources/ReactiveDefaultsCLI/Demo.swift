@@ -1,0 +1,80 @@
+import Dispatch
+import Foundation
+@_spi(Tools) import ReactiveDefaults
+import Synchronization
+
+/// `rdefaults demo`: a tour that needs no second terminal and finishes in a second or two.
+enum Demo {
+  static func run(_ arguments: [String]) throws {
+    guard arguments.isEmpty else { throw RDefaults.usage("'demo' takes no arguments.", command: "demo") }
+    let domain = "rdefaults-demo-\(ProcessInfo.processInfo.processIdentifier)"
+    guard let store = DefaultsStore(suiteName: domain) else {
+      throw RDefaults.Failure(message: "cannot open a scratch domain.", hint: nil, code: .failure)
+    }
+    defer {
+      store.removeSuite()
+      say("\n5. Removed the scratch domain '\(domain)'. Try 'rdefaults watch DOMAIN' next.")
+    }
+    let volume = DefaultsKey<Double>("volume", default: 0.5)
+    let mirror = DefaultsKey<Double>("mirror", default: 0)
+
+    say("ReactiveDefaults demo, in the scratch domain '\(domain)'.\n")
+    say("1. A typed key with a default: DefaultsKey<Double>(\"volume\", default: 0.5)")
+    say("   store[.volume] reads \(store[volume]) while nothing is stored.\n")
+
+    say("2. A property streams its current value, then each distinct change:")
+    let crossProcess = DispatchSemaphore(value: 0)
+    let token = store.property(volume).observe { value in
+      say("   observer: volume = \(value)")
+      if value == 0.42 { crossProcess.signal() }
+    }
+    say("   volume.value = 0.8")
+    store[volume] = 0.8
+    say("   volume.value = 0.8 again (no output: writing the stored value notifies nobody)")
+    store[volume] = 0.8
+    say("   volume.value = 0.3")
+    store[volume] = 0.3
+
+    say("\n3. Two properties bound together stay equal, both ways, without echo:")
+    let link = store.property(volume).bind(to: store.property(mirror))
+    say("   after bind: mirror = \(store[mirror])")
+    say("   mirror.value = 0.6")
+    store[mirror] = 0.6
+    say("   volume is now \(store[volume])")
+    link.cancel()
+    // Save now: an unsaved local write of the same key would win over the child's when this process saves.
+    store.flush()
+
+    say("\n4. Another process writes; the file watcher brings the change here, no polling:")
+    let child = Process()
+    child.executableURL = URL(fileURLWithPath: executablePath())
+    child.arguments = ["write", domain, "volume", "-float", "0.42"]
+    say("   $ rdefaults write \(domain) volume -float 0.42")
+    let started = DispatchTime.now()
+    do { try child.run() } catch {
+      throw RDefaults.Failure(message: "cannot start a child rdefaults: \(error)", hint: nil, code: .failure)
+    }
+    child.waitUntilExit()
+    let arrived = crossProcess.wait(timeout: .now() + 10) == .success
+    let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6
+    if arrived {
+      say("   arrived \(Int(milliseconds)) ms after the child started.")
+    } else {
+      say("   (the change did not arrive within 10 s: file watching may be unavailable here)")
+    }
+    token.cancel()
+    guard arrived else {
+      throw RDefaults.Failure(message: "the cross-process change did not arrive.", hint: nil, code: .failure)
+    }
+  }
+
+  private static func say(_ text: String) {
+    RDefaults.printOut(text)
+  }
+
+  /// This executable, to start a child of the same program.
+  private static func executablePath() -> String {
+    if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return path }
+    return Bundle.main.executablePath ?? CommandLine.arguments[0]
+  }
+}

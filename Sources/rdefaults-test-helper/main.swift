@@ -1,0 +1,39 @@
+// A helper the tests start as a real second process: it writes through the library and then waits to be
+// killed, so the tests can prove what reached disk.
+//
+//   rdefaults-test-helper flush DOMAIN KEY INT    write, flush(), print "ready", wait
+//   rdefaults-test-helper noflush DOMAIN KEY INT  write, print "written", wait (the coalesced save must land)
+//   rdefaults-test-helper write DOMAIN KEY INT    write, print the write's time (ns since boot), exit
+import Dispatch
+import Foundation
+import ReactiveDefaults
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+let arguments = CommandLine.arguments
+guard arguments.count == 5, let store = DefaultsStore(suiteName: arguments[2]), let value = Int(arguments[4]) else {
+  FileHandle.standardError.write(Data("usage: rdefaults-test-helper flush|noflush|write DOMAIN KEY INT\n".utf8))
+  exit(64)
+}
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+
+let key = DefaultsKey<Int>(arguments[3], default: 0)
+store[key] = value
+switch arguments[1] {
+case "flush":
+  store.flush()
+  say("ready")
+case "noflush":
+  say("written")
+case "write":
+  store.flush()
+  say("\(DispatchTime.now().uptimeNanoseconds)")
+  exit(0)
+default:
+  exit(64)
+}
+dispatchMain()
