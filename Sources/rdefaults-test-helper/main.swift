@@ -4,6 +4,7 @@
 //   rdefaults-test-helper flush DOMAIN KEY INT    write, flush(), print "ready", wait
 //   rdefaults-test-helper noflush DOMAIN KEY INT  write, print "written", wait (the coalesced save must land)
 //   rdefaults-test-helper write DOMAIN KEY INT    write, print the write's time (ns since boot), exit
+//   rdefaults-test-helper fds DOMAIN KEY INT      print descriptor counts before, during and after observing
 import Dispatch
 import Foundation
 import ReactiveDefaults
@@ -29,6 +30,15 @@ case "flush":
   say("ready")
 case "noflush":
   say("written")
+case "fds":
+  // Counts this process's descriptors before observing, while observing, and after the last token ends.
+  func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }
+  let before = descriptors()
+  let tokens = (0..<3).map { _ in store.property(key).observe { _ in } }
+  let during = descriptors()
+  for token in tokens { token.cancel() }
+  say("\(before) \(during) \(descriptors())")
+  exit(0)
 case "write":
   store.flush()
   say("\(DispatchTime.now().uptimeNanoseconds)")

@@ -46,6 +46,8 @@ final class ChangeHub: Sendable {
     var version: UInt64 = 0
     var nextReceiverID: UInt64 = 0
     var keys: [String: KeyEntry] = [:]
+    /// Writes through this hub so far (a reload drops keys only when none happened while it read the file).
+    var writeCount: UInt64 = 0
 
     /// Records `stored` as the key's newest value; returns whom to tell, or nil if nothing changed.
     mutating func record(_ stored: PropertyListValue?, forKey key: String) -> Fanout? {
@@ -132,6 +134,7 @@ final class ChangeHub: Sendable {
           newValue = stored(forKey: key)
       #endif
       }
+      state.writeCount += 1
       return state.record(newValue, forKey: key)
     }
     noteUnsavedWrite()
@@ -154,7 +157,35 @@ final class ChangeHub: Sendable {
 
   /// Reloads the suite from disk (under the file lock) and notifies the observers of keys that changed.
   func reload() {
-    save()
+    guard let file else {
+      save()
+      return refresh()
+    }
+    unsavedWrites.store(0, ordering: .relaxed)
+    SaveOnExit.remove(self)
+    file.withLock {
+      let writesBefore = state.withLock { $0.writeCount }
+      _ = defaults.synchronize()
+      // corelibs merges what it loads into memory: a key another process removed would stay here forever.
+      // Just saved under the lock, the file is the whole domain: drop what it no longer has, unless a write
+      // of ours raced with the read.
+      let onDisk: Set<String>?
+      if !FileManager.default.fileExists(atPath: file.path) {
+        onDisk = []
+      } else if let data = FileManager.default.contents(atPath: file.path),
+        let root = try? PropertyListSerialization.propertyList(from: data, format: nil),
+        case .dictionary(let entries)? = PropertyListValue(foundationObject: root)
+      {
+        onDisk = Set(entries.keys)
+      } else {
+        onDisk = nil
+      }
+      guard let onDisk, let inMemory = defaults.persistentDomain(forName: file.domainName) else { return }
+      state.withLock { state in
+        guard state.writeCount == writesBefore else { return }
+        for key in inMemory.keys where !onDisk.contains(key) { defaults.removeObject(forKey: key) }
+      }
+    }
     refresh()
   }
 

@@ -3,7 +3,8 @@
   import Glibc
   import Synchronization
 
-  /// Watches one folder with inotify for files finished being written (`IN_CLOSE_WRITE`) or moved into
+  /// Watches one folder with inotify for files finished being written (`IN_CLOSE_WRITE`), deleted (corelibs
+  /// deletes the plist of a domain left empty) or moved into
   /// place (`IN_MOVED_TO`), and tells the subscribers of each file name. One watcher per folder per process;
   /// it runs while it has subscribers. (A watch on the file itself would die when the file is replaced.)
   final class FolderWatcher: Sendable {
@@ -35,12 +36,16 @@
     private let inotify: Int32
     private let wakePipe: (read: Int32, write: Int32)
     private let state = Mutex(State())
+    /// Signalled by the thread as it leaves, after closing its descriptors.
+    private let stopped = DispatchSemaphore(value: 0)
+    private let threadID = Atomic<UInt>(0)
 
     private init?(folder: String) {
       try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
       let descriptor = inotify_init1(Int32(IN_CLOEXEC))
       guard descriptor >= 0 else { return nil }
-      guard inotify_add_watch(descriptor, folder, UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO)) >= 0 else {
+      guard inotify_add_watch(descriptor, folder, UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_DELETE)) >= 0
+      else {
         close(descriptor)
         return nil
       }
@@ -76,17 +81,22 @@
     }
 
     private static func unsubscribe(_ watcher: FolderWatcher, fileName: String, id: UInt64) {
-      watchers.withLock { watchers in
+      let stopping = watchers.withLock { watchers -> Bool in
         let isEmpty = watcher.state.withLock { state -> Bool in
           state.subscribers[fileName]?[id] = nil
           if state.subscribers[fileName]?.isEmpty == true { state.subscribers[fileName] = nil }
           return state.subscribers.isEmpty
         }
-        guard isEmpty, watchers[watcher.folder] === watcher else { return }
+        guard isEmpty, watchers[watcher.folder] === watcher else { return false }
         watchers[watcher.folder] = nil
-        // Wake the thread; it closes the descriptors as it leaves.
         var byte: UInt8 = 1
         _ = write(watcher.wakePipe.write, &byte, 1)
+        return true
+      }
+      // Wait (outside the lock) until the thread has closed its descriptors, so that nothing outlives the last
+      // subscription; unless this is the watcher's own thread, which finishes right after the handler returns.
+      if stopping && watcher.threadID.load(ordering: .acquiring) != currentThreadID() {
+        watcher.stopped.wait()
       }
     }
 
@@ -94,10 +104,12 @@
     static var activeCount: Int { watchers.withLock { $0.count } }
 
     private func run() {
+      threadID.store(currentThreadID(), ordering: .releasing)
       defer {
         close(inotify)
         close(wakePipe.read)
         close(wakePipe.write)
+        stopped.signal()
       }
       let bufferSize = 64 * 1024
       let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)

@@ -17,6 +17,7 @@ struct SuiteFile: Sendable {
   let fileName: String
 
   var path: String { folder + "/" + fileName }
+  var domainName: String { String(fileName.dropLast(".plist".count)) }
   var lockPath: String { path + ".lock" }
 
   static var preferencesFolder: String {

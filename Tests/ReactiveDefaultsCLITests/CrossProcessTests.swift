@@ -1,0 +1,107 @@
+import Foundation
+import ReactiveDefaults
+import Synchronization
+import Testing
+
+@testable import ReactiveDefaults
+
+/// A fresh suite in this process's preferences folder, removed at the end of the test.
+private func withSuite(_ body: (String, DefaultsStore) throws -> Void) rethrows {
+  let name = "ReactiveDefaultsCLITests." + UUID().uuidString
+  let store = DefaultsStore(suiteName: name)!
+  defer {
+    try? FileManager.default.removeItem(atPath: processConfigFolder + "/\(name).plist")
+    try? FileManager.default.removeItem(atPath: processConfigFolder + "/\(name).plist.lock")
+  }
+  try body(name, store)
+}
+
+private func waitFor(_ condition: () -> Bool, signal: DispatchSemaphore) -> Bool {
+  let deadline = DispatchTime.now() + 15
+  while !condition() {
+    guard signal.wait(timeout: deadline) == .success else { return condition() }
+  }
+  return true
+}
+
+@Suite struct CrossProcessTests {
+  @Test func aChildProcessWriteReachesAnObserverHere() throws {
+    try withSuite { name, store in
+      let key = DefaultsKey<Int>("count", default: 0)
+      let seen = Mutex<[Int]>([])
+      let signal = DispatchSemaphore(value: 0)
+      let token = store.property(key).observe { value in
+        seen.withLock { $0.append(value) }
+        signal.signal()
+      }
+      try runTool(["write", name, "count", "-int", "41"], config: processConfigFolder)
+      let arrived = waitFor({ seen.withLock { $0.last == 41 } }, signal: signal)
+      #expect(arrived)
+      #expect(seen.withLock { $0 } == [0, 41])
+      token.cancel()
+    }
+  }
+
+  @Test func aFlushedWriteSurvivesSigkill() throws {
+    let config = makeConfigFolder()
+    let helper = try RunningTool(["flush", "dom", "k", "7"], config: config, tool: "rdefaults-test-helper")
+    #expect(helper.lines.wait { $0 == ["ready"] })
+    helper.kill(SIGKILL)
+    #expect(try runTool(["read", "dom", "k"], config: config).output == "7\n")
+  }
+
+  @Test func anUnflushedWriteIsSavedWithinTheCoalescingDelay() throws {
+    try withSuite { name, store in
+      let key = DefaultsKey<Int>("k", default: 0)
+      let signal = DispatchSemaphore(value: 0)
+      let seen = Mutex<Int>(0)
+      // This process hears the helper's save through the file watcher: the event is the proof it reached disk.
+      let token = store.property(key).observe { value in
+        seen.withLock { $0 = value }
+        signal.signal()
+      }
+      let helper = try RunningTool(
+        ["noflush", name, "k", "9"], config: processConfigFolder, tool: "rdefaults-test-helper")
+      #expect(helper.lines.wait { $0 == ["written"] })
+      let saved = waitFor({ seen.withLock { $0 == 9 } }, signal: signal)
+      #expect(saved)
+      helper.kill(SIGKILL)
+      #expect(try runTool(["read", name, "k"], config: processConfigFolder).output == "9\n")
+      token.cancel()
+    }
+  }
+
+  @Test func concurrentWriterProcessesLoseNoKeys() async throws {
+    let config = makeConfigFolder()
+    for round in 0..<3 {
+      let domain = "race\(round)"
+      try await withThrowingTaskGroup(of: Void.self) { group in
+        for writer in 0..<3 {
+          group.addTask {
+            for index in 0..<30 {
+              let result = try runTool(["write", domain, "w\(writer)k\(index)", "-int", "\(index)"], config: config)
+              #expect(result.status == 0)
+            }
+          }
+        }
+        try await group.waitForAll()
+      }
+      let listing = try runTool(["export", domain, "-"], config: config)
+      let root = try PropertyListSerialization.propertyList(from: Data(listing.output.utf8), format: nil)
+      #expect((root as? [String: Any])?.count == 90, "round \(round)")
+    }
+  }
+
+  @Test func theWatcherStopsWithTheLastObserver() throws {
+    // In a child process, so that no parallel test opens descriptors meanwhile.
+    let result = try runTool(["fds", "dom", "k", "0"], config: makeConfigFolder(), tool: "rdefaults-test-helper")
+    let counts = result.output.split(separator: " ").compactMap {
+      Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+    #expect(counts.count == 3, "\(result.output) \(result.error)")
+    if counts.count == 3 {
+      #expect(counts[1] > counts[0], "the watcher opens descriptors while observed")
+      #expect(counts[2] == counts[0], "and closes every one of them with the last observer")
+    }
+  }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import Synchronization
+
+/// The folder the built executables are in (next to the test bundle).
+let productsFolder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+
+/// A fresh, empty preferences folder for one test's child processes.
+func makeConfigFolder() -> String {
+  let path = NSTemporaryDirectory() + "rdefaults-tests-" + UUID().uuidString
+  try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+  return path
+}
+
+/// The preferences folder of this test process (children given it share the test's suites).
+var processConfigFolder: String {
+  let environment = ProcessInfo.processInfo.environment
+  if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") { return xdg }
+  return NSHomeDirectory() + "/.config"
+}
+
+struct ProcessResult {
+  var status: Int32
+  var output: String
+  var error: String
+}
+
+/// Runs a built executable to completion.
+@discardableResult
+func runTool(
+  _ arguments: [String], config: String, input: String? = nil, tool: String = "rdefaults"
+) throws -> ProcessResult {
+  let process = Process()
+  process.executableURL = productsFolder.appendingPathComponent(tool)
+  process.arguments = arguments
+  process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": config]) { $1 }
+  let output = Pipe()
+  let error = Pipe()
+  process.standardOutput = output
+  process.standardError = error
+  let inputPipe = Pipe()
+  process.standardInput = inputPipe
+  try process.run()
+  if let input { inputPipe.fileHandleForWriting.write(Data(input.utf8)) }
+  try inputPipe.fileHandleForWriting.close()
+  let outData = output.fileHandleForReading.readDataToEndOfFile()
+  let errData = error.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  return ProcessResult(
+    status: process.terminationStatus, output: String(decoding: outData, as: UTF8.self),
+    error: String(decoding: errData, as: UTF8.self))
+}
+
+/// A child process that keeps running; its output lines are collected as they come.
+final class RunningTool: Sendable {
+  let process: Process
+  let lines = LineRecorder()
+  let errorLines = LineRecorder()
+
+  init(_ arguments: [String], config: String, tool: String = "rdefaults") throws {
+    let process = Process()
+    process.executableURL = productsFolder.appendingPathComponent(tool)
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": config]) { $1 }
+    let output = Pipe()
+    let error = Pipe()
+    process.standardOutput = output
+    process.standardError = error
+    let lines = lines
+    let errorLines = errorLines
+    output.fileHandleForReading.readabilityHandler = { lines.feed($0.availableData) }
+    error.fileHandleForReading.readabilityHandler = { errorLines.feed($0.availableData) }
+    try process.run()
+    self.process = process
+  }
+
+  func kill(_ signalNumber: Int32) {
+    _ = Foundation.kill(process.processIdentifier, signalNumber)
+    process.waitUntilExit()
+  }
+}
+
+/// Splits bytes into lines and lets a test wait for one, bounded by a timeout (no sleeping).
+final class LineRecorder: Sendable {
+  private struct State {
+    var buffer = Data()
+    var lines: [String] = []
+  }
+
+  private let state = Mutex(State())
+  private let arrived = Mutex<[(id: Int, predicate: @Sendable ([String]) -> Bool, signal: DispatchSemaphore)]>([])
+
+  var lines: [String] { state.withLock { $0.lines } }
+
+  func feed(_ data: Data) {
+    let lines = state.withLock { state -> [String] in
+      state.buffer.append(data)
+      while let newline = state.buffer.firstIndex(of: UInt8(ascii: "\n")) {
+        state.lines.append(String(decoding: state.buffer[state.buffer.startIndex..<newline], as: UTF8.self))
+        state.buffer.removeSubrange(state.buffer.startIndex...newline)
+      }
+      return state.lines
+    }
+    let waiters = arrived.withLock { $0 }
+    for waiter in waiters where waiter.predicate(lines) { waiter.signal.signal() }
+  }
+
+  /// Waits until `predicate` holds for the lines so far; false after `timeout` seconds.
+  func wait(timeout: Double = 15, until predicate: @escaping @Sendable ([String]) -> Bool) -> Bool {
+    let signal = DispatchSemaphore(value: 0)
+    let id = Int.random(in: 0..<Int.max)
+    arrived.withLock { $0.append((id, predicate, signal)) }
+    defer { arrived.withLock { $0.removeAll { $0.id == id } } }
+    if predicate(lines) { return true }
+    return signal.wait(timeout: .now() + timeout) == .success
+  }
+}
