@@ -33,6 +33,8 @@ case "noflush":
 case "fds":
   // Counts this process's descriptors before observing, while observing, and after the last token ends.
   func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }
+  // One warm-up cycle first: Foundation and Dispatch open descriptors of their own lazily on first use.
+  store.property(key).observe { _ in }.cancel()
   let before = descriptors()
   let tokens = (0..<3).map { _ in store.property(key).observe { _ in } }
   let during = descriptors()
