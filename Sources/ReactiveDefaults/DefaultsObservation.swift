@@ -11,13 +11,13 @@ import Synchronization
 /// token.cancel()
 /// ```
 public final class DefaultsObservation: Sendable {
-  private let onCancel: Mutex<(@Sendable () -> Void)?>
+  private let onCancel: Locked<(@Sendable () -> Void)?>
 
   /// Creates a token that runs `onCancel` once, on ``cancel()`` or when the token is released.
   ///
   /// - Parameter onCancel: What ends the observation.
   public init(onCancel: @escaping @Sendable () -> Void) {
-    self.onCancel = Mutex(onCancel)
+    self.onCancel = Locked(onCancel)
   }
 
   /// Ends the observation. No callback starts after this returns (one already running finishes).

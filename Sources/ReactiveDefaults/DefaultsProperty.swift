@@ -23,7 +23,7 @@ public final class DefaultsProperty<Value: DefaultsValue>: Sendable, Observable 
 
   private let registrar = ObservationRegistrar()
   /// The hub subscription that turns key changes into Observation notifications, made on the first read.
-  private let tracking = Mutex<DefaultsObservation?>(nil)
+  private let tracking = Locked<DefaultsObservation?>(nil)
 
   init(store: DefaultsStore, key: DefaultsKey<Value>) {
     self.store = store

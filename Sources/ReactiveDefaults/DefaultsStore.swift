@@ -23,7 +23,7 @@ public final class DefaultsStore: Sendable {
   public var suiteName: String? { hub.suiteName }
 
   let hub: ChangeHub
-  private let issueHandlerStorage = Mutex<(@Sendable (DefaultsError) -> Void)?>(nil)
+  private let issueHandlerStorage = Locked<(@Sendable (DefaultsError) -> Void)?>(nil)
 
   /// Creates a store over a named suite, or returns `nil` for a name that could address a file outside the
   /// preferences folder.

@@ -27,7 +27,7 @@ import Testing
 
   @Test func aChangeDuringTheHandlerIsDeliveredAfterItNewestOnly() {
     let seen = Recorder<Int>()
-    let box = Mutex<KeyObserver<Int>?>(nil)
+    let box = Locked<KeyObserver<Int>?>(nil)
     let observer = makeObserver(seen) { value in
       guard value == 1, let observer = box.withLock({ $0 }) else { return }
       // Arrive while the handler runs: queued, not nested, and only the newest survives.

@@ -74,14 +74,14 @@ final class ChangeHub: Sendable {
   private let saveScheduled = Atomic<Bool>(false)
   private let reloadScheduled = Atomic<Bool>(false)
   #if os(Linux)
-    private let watch = Mutex<FolderWatcher.Subscription?>(nil)
+    private let watch = Locked<FolderWatcher.Subscription?>(nil)
   #endif
-  private let state = Mutex(State())
+  private let state = Locked(State())
   /// The thread inside `write` right now (0: none), so that Apple's synchronous `didChangeNotification` for our
   /// own write does not schedule a refresh.
   private let writingThread = Atomic<UInt>(0)
   private let refreshScheduled = Atomic<Bool>(false)
-  private let notificationToken = Mutex<NotificationToken?>(nil)
+  private let notificationToken = Locked<NotificationToken?>(nil)
 
   init(defaults: UserDefaults, suiteName: String?) {
     self.defaults = defaults
@@ -315,7 +315,7 @@ private struct NotificationToken: @unchecked Sendable {
 /// Saves, at normal process exit, the hubs whose coalesced save has not run yet: `set` then `exit(0)` loses
 /// nothing.
 enum SaveOnExit {
-  private static let pending = Mutex<[ObjectIdentifier: WeakHub]>([:])
+  private static let pending = Locked<[ObjectIdentifier: WeakHub]>([:])
   private static let installed: Bool = {
     atexit { SaveOnExit.saveAll() }
     return true

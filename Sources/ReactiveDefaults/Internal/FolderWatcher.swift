@@ -10,9 +10,9 @@
   final class FolderWatcher: Sendable {
     /// Ends a subscription when cancelled or released.
     final class Subscription: Sendable {
-      private let cancelAction: Mutex<(@Sendable () -> Void)?>
+      private let cancelAction: Locked<(@Sendable () -> Void)?>
 
-      init(_ cancel: @escaping @Sendable () -> Void) { cancelAction = Mutex(cancel) }
+      init(_ cancel: @escaping @Sendable () -> Void) { cancelAction = Locked(cancel) }
 
       func cancel() {
         let action = cancelAction.withLock { action -> (@Sendable () -> Void)? in
@@ -30,12 +30,12 @@
       var nextID: UInt64 = 0
     }
 
-    private static let watchers = Mutex<[String: FolderWatcher]>([:])
+    private static let watchers = Locked<[String: FolderWatcher]>([:])
 
     private let folder: String
     private let inotify: Int32
     private let wakePipe: (read: Int32, write: Int32)
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Signalled by the thread as it leaves, after closing its descriptors.
     private let stopped = DispatchSemaphore(value: 0)
     private let threadID = Atomic<UInt>(0)

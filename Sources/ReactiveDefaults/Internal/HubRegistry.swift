@@ -15,7 +15,7 @@ enum HubRegistry {
     weak var hub: ChangeHub?
   }
 
-  private static let hubs = Mutex<[Key: WeakHub]>([:])
+  private static let hubs = Locked<[Key: WeakHub]>([:])
 
   /// The hub of a named suite, made (with its `UserDefaults`) on first use; nil if Foundation refuses the name.
   static func hub(suiteName: String) -> ChangeHub? {

@@ -24,7 +24,7 @@ final class KeyObserver<Value: DefaultsValue>: ChangeReceiver {
   private let key: DefaultsKey<Value>
   private let decode: @Sendable (PropertyListValue?) -> Value
   private let handler: @Sendable (Value) -> Void
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   init(
     key: DefaultsKey<Value>, decode: @escaping @Sendable (PropertyListValue?) -> Value,

@@ -1,7 +1,8 @@
 import Dispatch
 import Foundation
-import ReactiveDefaults
 import Synchronization
+
+@testable import ReactiveDefaults
 
 /// A fresh suite for one test: a unique name, so tests run in parallel without sharing state.
 func makeSuiteName(_ function: String = #function) -> String {
@@ -44,7 +45,7 @@ final class Recorder<Element: Sendable>: Sendable {
     var nextID = 0
   }
 
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   init() {}
 

@@ -1,0 +1,57 @@
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// `Synchronization.Mutex`, plus the happens-before edges ThreadSanitizer cannot see for itself.
+///
+/// On Linux, `Mutex` waits with raw futex calls that ThreadSanitizer does not intercept, so every access it
+/// guards is reported as a race (measured: a counter incremented by 8 threads under a `Mutex` gives 5 reports
+/// per run). When the process runs under ThreadSanitizer, this lock tells it about each acquire and release;
+/// otherwise the annotations are a load of a nil function pointer.
+struct Locked<State>: ~Copyable, Sendable {
+  private let mutex: Mutex<State>
+  /// The address ThreadSanitizer's annotations name: any stable, unique address will do.
+  private let marker = Marker()
+
+  private final class Marker: Sendable {}
+
+  init(_ initialState: sending State) {
+    mutex = Mutex(initialState)
+  }
+
+  /// Runs `body` with exclusive access to the state. Never call out to unknown code from `body`.
+  borrowing func withLock<Result, Failure: Error>(
+    _ body: (inout sending State) throws(Failure) -> sending Result
+  ) throws(Failure) -> sending Result {
+    let address = UnsafeRawPointer(Unmanaged.passUnretained(marker).toOpaque())
+    return try mutex.withLock { (state: inout sending State) throws(Failure) -> sending Result in
+      ThreadSanitizer.acquire?(address)
+      defer { ThreadSanitizer.release?(address) }
+      return try body(&state)
+    }
+  }
+}
+
+/// ThreadSanitizer's annotation entry points, when its runtime is loaded into this process.
+enum ThreadSanitizer {
+  typealias Annotation = @convention(c) (UnsafeRawPointer?) -> Void
+
+  static let acquire = lookUp("__tsan_acquire")
+  static let release = lookUp("__tsan_release")
+
+  private static func lookUp(_ name: String) -> Annotation? {
+    #if canImport(Darwin)
+      let everywhere = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT
+    #else
+      let everywhere: UnsafeMutableRawPointer? = nil  // RTLD_DEFAULT
+    #endif
+    guard let symbol = dlsym(everywhere, name) else { return nil }
+    return unsafeBitCast(symbol, to: Annotation.self)
+  }
+}
