@@ -20,6 +20,17 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
   /// The key's name cannot be used (it is empty); nothing was read or written.
   case invalidKey(String)
 
+  /// The suite's plist file cannot be read as a dictionary property list (garbage, truncated, empty, an array,
+  /// a folder). Reads give the keys' defaults; the file's bytes were copied to `backup` before any save could
+  /// replace them.
+  ///
+  /// - Parameters:
+  ///   - path: The plist file.
+  ///   - reason: What is wrong with it.
+  ///   - backup: The copy kept beside it (`<suite>.plist.corrupt-<timestamp>`), or nil when there was nothing
+  ///     to keep (an empty file, a folder).
+  case unreadableFile(path: String, reason: String, backup: String?)
+
   /// A readable explanation, with what to do about it.
   public var description: String {
     switch self {
@@ -30,6 +41,9 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
       "Could not store a \(type) under '\(key)': \(reason). The stored value was kept."
     case .invalidKey(let key):
       "Invalid key name '\(key)': a key needs a non-empty name."
+    case .unreadableFile(let path, let reason, let backup):
+      "The preferences file \(path) \(reason); its keys read as their defaults."
+        + (backup.map { " Its contents were kept in \($0)." } ?? "")
     }
   }
 }

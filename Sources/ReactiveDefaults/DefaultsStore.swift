@@ -33,6 +33,7 @@ public final class DefaultsStore: Sendable {
   public init?(suiteName: String) {
     guard Self.isValidSuiteName(suiteName), let hub = HubRegistry.hub(suiteName: suiteName) else { return nil }
     self.hub = hub
+    listenForFileIssues()
   }
 
   /// Creates a store over an existing `UserDefaults` instance.
@@ -41,6 +42,15 @@ public final class DefaultsStore: Sendable {
   ///   observers.
   public init(_ userDefaults: UserDefaults) {
     self.hub = HubRegistry.hub(for: userDefaults)
+    listenForFileIssues()
+  }
+
+  deinit {
+    hub.removeIssueListener(ObjectIdentifier(self))
+  }
+
+  private func listenForFileIssues() {
+    hub.addIssueListener(ObjectIdentifier(self)) { [weak self] issue in self?.report(issue) }
   }
 
   /// Whether a suite name is acceptable: not empty, no `/`, no `..`, so it never addresses a file outside the
@@ -53,14 +63,20 @@ public final class DefaultsStore: Sendable {
   }
 
   /// Receives the problems that reads and writes do not throw: type mismatches, values that could not be
-  /// encoded, invalid key names. `nil` (the default) ignores them.
+  /// encoded, invalid key names, an unreadable suite file. `nil` (the default) ignores them.
+  ///
+  /// Setting a handler first hands it the file problems found before it was set (a suite's file is checked
+  /// when the first store over it is made).
   ///
   /// ```swift
   /// store.issueHandler = { issue in logger.warning("\(issue)") }
   /// ```
   public var issueHandler: (@Sendable (DefaultsError) -> Void)? {
     get { issueHandlerStorage.withLock { $0 } }
-    set { issueHandlerStorage.withLock { $0 = newValue } }
+    set {
+      issueHandlerStorage.withLock { $0 = newValue }
+      if let newValue { for issue in hub.foundFileIssues { newValue(issue) } }
+    }
   }
 
   func report(_ issue: DefaultsError) {

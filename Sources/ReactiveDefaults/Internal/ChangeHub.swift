@@ -76,6 +76,16 @@ final class ChangeHub: Sendable {
   #if os(Linux)
     private let watch = Locked<FolderWatcher.Subscription?>(nil)
   #endif
+
+  private struct FileIssues {
+    /// The file's stamp when last found readable or reported: the same file is not checked twice.
+    var checked: SuiteFile.Stamp?
+    /// What was found so far, replayed to each store that sets an issue handler.
+    var found: [DefaultsError] = []
+    var listeners: [ObjectIdentifier: @Sendable (DefaultsError) -> Void] = [:]
+  }
+
+  private let fileIssues = Locked(FileIssues())
   private let state = Locked(State())
   /// The thread inside `write` right now (0: none), so that Apple's synchronous `didChangeNotification` for our
   /// own write does not schedule a refresh.
@@ -93,6 +103,8 @@ final class ChangeHub: Sendable {
     } else {
       file = nil
     }
+    // Before corelibs reads the file, and long before a save could replace it: is it readable?
+    announce(checkFile())
     // corelibs answers stale reads on a cold suite used from several threads at once: warm it up here.
     _ = defaults.object(forKey: "ReactiveDefaults.warmUp")
     let token = NotificationCenter.default.addObserver(
@@ -149,7 +161,13 @@ final class ChangeHub: Sendable {
     unsavedWrites.store(0, ordering: .relaxed)
     SaveOnExit.remove(self)
     if let file {
-      _ = file.withLock { defaults.synchronize() }
+      let issue = file.withLock {
+        let issue = checkFile()
+        _ = defaults.synchronize()
+        return issue
+      }
+      rememberFileStamp()
+      announce(issue)
     } else {
       _ = defaults.synchronize()
     }
@@ -163,7 +181,9 @@ final class ChangeHub: Sendable {
     }
     unsavedWrites.store(0, ordering: .relaxed)
     SaveOnExit.remove(self)
-    file.withLock {
+    let issue = file.withLock { () -> DefaultsError? in
+      let issue = checkFile()
+      defer { rememberFileStamp() }
       let writesBefore = state.withLock { $0.writeCount }
       _ = defaults.synchronize()
       // corelibs merges what it loads into memory: a key another process removed would stay here forever.
@@ -180,13 +200,63 @@ final class ChangeHub: Sendable {
       } else {
         onDisk = nil
       }
-      guard let onDisk, let inMemory = defaults.persistentDomain(forName: file.domainName) else { return }
+      guard let onDisk, let inMemory = defaults.persistentDomain(forName: file.domainName) else { return issue }
       state.withLock { state in
         guard state.writeCount == writesBefore else { return }
         for key in inMemory.keys where !onDisk.contains(key) { defaults.removeObject(forKey: key) }
       }
+      return issue
     }
+    announce(issue)
     refresh()
+  }
+
+  // MARK: Unreadable files
+
+  /// Checks the suite's file if it changed since the last check; an unreadable one is copied beside itself
+  /// and recorded, so that no save destroys it silently. Returns the problem, for ``announce(_:)`` once every
+  /// lock is released.
+  private func checkFile() -> DefaultsError? {
+    guard let file else { return nil }
+    let stamp = file.stamp()
+    let isKnown = fileIssues.withLock { $0.checked == stamp }
+    guard !isKnown, stamp != nil else { return nil }
+    var issue: DefaultsError?
+    if let reason = file.problem() {
+      let keep = reason != "is empty" && reason != "is a folder, not a file"
+      issue = .unreadableFile(path: file.path, reason: reason, backup: keep ? file.backUp() : nil)
+    }
+    fileIssues.withLock { issues in
+      issues.checked = stamp
+      if let issue { issues.found = Array((issues.found + [issue]).suffix(16)) }
+    }
+    return issue
+  }
+
+  /// Tells every store's issue handler about a file problem.
+  private func announce(_ issue: DefaultsError?) {
+    guard let issue else { return }
+    for listener in fileIssues.withLock({ Array($0.listeners.values) }) { listener(issue) }
+  }
+
+  /// After our own save the file is readable by construction: remember it as checked.
+  private func rememberFileStamp() {
+    guard let stamp = file?.stamp() else { return }
+    fileIssues.withLock { $0.checked = stamp }
+  }
+
+  /// Registers a store's issue handler; returns the file problems found so far, to replay.
+  func addIssueListener(_ id: ObjectIdentifier, _ listener: @escaping @Sendable (DefaultsError) -> Void) {
+    fileIssues.withLock { $0.listeners[id] = listener }
+  }
+
+  func removeIssueListener(_ id: ObjectIdentifier) {
+    _ = fileIssues.withLock { $0.listeners.removeValue(forKey: id) }
+  }
+
+  /// The file problems found so far (most recent last, at most 16).
+  var foundFileIssues: [DefaultsError] {
+    fileIssues.withLock { $0.found }
   }
 
   private func noteUnsavedWrite() {

@@ -36,6 +36,69 @@ struct SuiteFile: Sendable {
     fileName = suiteName + ".plist"
   }
 
+  /// What identifies one version of the file cheaply: a check is repeated only when this changes.
+  struct Stamp: Equatable, Sendable {
+    var size: Int64
+    var modified: Int
+    var modifiedNanoseconds: Int
+    var inode: UInt64
+  }
+
+  /// The file's stamp, or nil when there is no file.
+  func stamp() -> Stamp? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    #if canImport(Darwin)
+      return Stamp(
+        size: Int64(info.st_size), modified: info.st_mtimespec.tv_sec, modifiedNanoseconds: info.st_mtimespec.tv_nsec,
+        inode: UInt64(info.st_ino))
+    #else
+      return Stamp(
+        size: Int64(info.st_size), modified: info.st_mtim.tv_sec, modifiedNanoseconds: info.st_mtim.tv_nsec,
+        inode: UInt64(info.st_ino))
+    #endif
+  }
+
+  /// Why the file cannot serve as the suite's domain, or nil when it can (or does not exist).
+  func problem() -> String? {
+    var isFolder: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else { return nil }
+    if isFolder.boolValue { return "is a folder, not a file" }
+    guard let data = FileManager.default.contents(atPath: path) else { return "cannot be read" }
+    if data.isEmpty { return "is empty" }
+    let root: Any
+    do {
+      root = try PropertyListSerialization.propertyList(from: data, format: nil)
+    } catch {
+      return "is not a property list"
+    }
+    guard case .dictionary? = PropertyListValue(foundationObject: root) else {
+      let kind = PropertyListValue(foundationObject: root)?.kindName ?? "\(type(of: root))"
+      return "holds \(kind == "Array" ? "an" : "a") \(kind), not a dictionary"
+    }
+    return nil
+  }
+
+  /// Copies the file beside itself as `<suite>.plist.corrupt-<UTC timestamp>`; the copy's path, or nil.
+  func backUp() -> String? {
+    let formatter = DateFormatter()
+    formatter.locale = Locale(identifier: "en_US_POSIX")
+    formatter.timeZone = TimeZone(identifier: "UTC")
+    formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+    let base = path + ".corrupt-" + formatter.string(from: Date())
+    for attempt in 1...100 {
+      let candidate = attempt == 1 ? base : base + "-\(attempt)"
+      guard !FileManager.default.fileExists(atPath: candidate) else { continue }
+      do {
+        try FileManager.default.copyItem(atPath: path, toPath: candidate)
+        return candidate
+      } catch {
+        return nil
+      }
+    }
+    return nil
+  }
+
   /// Runs `body` holding an exclusive `flock` on the sidecar lock file beside the plist, so that saves and
   /// reloads of processes using the library never interleave. Without a lock file (an unwritable folder)
   /// `body` runs unlocked.

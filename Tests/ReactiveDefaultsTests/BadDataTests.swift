@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+
+@testable import ReactiveDefaults
+
+/// A suite whose plist file is put in place before any store over it exists.
+private func withPreparedSuite(
+  _ prepare: (String) throws -> Void, _ body: (DefaultsStore, Recorder<DefaultsError>, String) throws -> Void
+) throws {
+  let name = makeSuiteName()
+  let path = preferencesFolder.appendingPathComponent("\(name).plist").path
+  try FileManager.default.createDirectory(at: preferencesFolder, withIntermediateDirectories: true)
+  defer {
+    let folder = preferencesFolder.path
+    for file in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where file.hasPrefix(name) {
+      try? FileManager.default.removeItem(atPath: folder + "/" + file)
+    }
+  }
+  try prepare(path)
+  let store = DefaultsStore(suiteName: name)!
+  let issues = Recorder<DefaultsError>()
+  store.issueHandler = { issues.append($0) }
+  try body(store, issues, path)
+}
+
+private func backups(of path: String) -> [String] {
+  let folder = (path as NSString).deletingLastPathComponent
+  let name = (path as NSString).lastPathComponent
+  return ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
+    .filter { $0.hasPrefix(name + ".corrupt-") }.map { folder + "/" + $0 }
+}
+
+@Suite struct BadDataTests {
+  static let corruptContents: [(String, Data)] = [
+    ("garbage bytes", Data((0..<512).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })),
+    (
+      "truncated XML",
+      Data(
+        #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>count</key><integer>4"#.utf8)
+    ),
+    (
+      "root array", Data(#"<?xml version="1.0"?><plist version="1.0"><array><integer>1</integer></array></plist>"#.utf8)
+    ),
+    ("root string", Data(#"<?xml version="1.0"?><plist version="1.0"><string>x</string></plist>"#.utf8)),
+  ]
+
+  @Test(arguments: corruptContents)
+  func anUnreadableFileIsReportedBackedUpAndNotDestroyed(label: String, contents: Data) throws {
+    try withPreparedSuite({ try contents.write(to: URL(fileURLWithPath: $0)) }) { store, issues, path in
+      #expect(store[.count] == 0, "\(label)")
+      guard case .unreadableFile(let reported, let reason, let backup)? = issues.values.first else {
+        Issue.record("\(label): no unreadableFile issue, got \(issues.values)")
+        return
+      }
+      #expect(reported == path)
+      #expect(!reason.isEmpty)
+      let copy = try #require(backup)
+      #expect(FileManager.default.contents(atPath: copy) == contents, "the backup keeps the original bytes")
+      // The store keeps working, and its first save replaces the file with a readable one.
+      store[.count] = 5
+      store.flush()
+      let root = try PropertyListSerialization.propertyList(
+        from: try Data(contentsOf: URL(fileURLWithPath: path)), format: nil)
+      #expect((root as? [String: Any])?["count"] as? Int == 5)
+      #expect(backups(of: path) == [copy], "one backup, not one per save")
+      #expect(issues.values.count == 1)
+    }
+  }
+
+  @Test func anEmptyFileIsReportedAndReadsDefaults() throws {
+    try withPreparedSuite({ _ = FileManager.default.createFile(atPath: $0, contents: Data()) }) { store, issues, path in
+      #expect(store[.volume] == 0.5)
+      #expect(issues.values == [.unreadableFile(path: path, reason: "is empty", backup: nil)])
+      store[.volume] = 0.7
+      store.flush()
+      #expect(store[.volume] == 0.7)
+    }
+  }
+
+  @Test func aFolderInPlaceOfTheFileIsReportedAndNothingCrashes() throws {
+    try withPreparedSuite({ try FileManager.default.createDirectory(atPath: $0, withIntermediateDirectories: true) }) {
+      store, issues, path in
+      #expect(store[.count] == 0)
+      store[.count] = 1
+      store.flush()
+      #expect(store[.count] == 1)
+      #expect(issues.values.first == .unreadableFile(path: path, reason: "is a folder, not a file", backup: nil))
+      var isFolder: ObjCBool = false
+      #expect(FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && isFolder.boolValue)
+    }
+  }
+
+  @Test func aBinaryPlistIsRead() throws {
+    let domain: [String: Any] = ["count": 12, "name": "binary"]
+    let data = try PropertyListSerialization.data(fromPropertyList: domain, format: .binary, options: 0)
+    try withPreparedSuite({ try data.write(to: URL(fileURLWithPath: $0)) }) { store, issues, _ in
+      #expect(store[.count] == 12)
+      #expect(store[.name] == "binary")
+      #expect(issues.values.isEmpty)
+    }
+  }
+
+  @Test func aFileCorruptedLaterIsBackedUpBeforeTheNextSave() throws {
+    try withPreparedSuite({ _ in }) { store, issues, path in
+      store[.count] = 1
+      store.flush()
+      let garbage = Data("this is not a plist".utf8)
+      try garbage.write(to: URL(fileURLWithPath: path))
+      store[.count] = 2
+      store.flush()
+      #expect(backups(of: path).count == 1)
+      #expect(backups(of: path).first.flatMap { FileManager.default.contents(atPath: $0) } == garbage)
+      #expect(issues.values.count == 1)
+    }
+  }
+}
