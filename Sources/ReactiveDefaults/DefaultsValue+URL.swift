@@ -16,7 +16,7 @@ extension URL: DefaultsValue {
   public init?(propertyListValue: PropertyListValue) {
     switch propertyListValue {
     case .data(let archive):
-      guard let url = Self.unarchive(archive) else { return nil }
+      guard let url = KeyedArchive.url(from: archive) else { return nil }
       if url.isFileURL, url.path.hasPrefix("~") {
         self = URL(fileURLWithPath: NSString(string: url.path).expandingTildeInPath)
       } else {
@@ -36,13 +36,4 @@ extension URL: DefaultsValue {
     }
   }
 
-  private static func unarchive(_ archive: Data) -> URL? {
-    // A keyed archive is itself a property list; checking its shape first keeps arbitrary bytes away from
-    // the unarchiver.
-    guard archive.starts(with: Array("bplist00".utf8)) || archive.starts(with: Array("<?xml".utf8)) else {
-      return nil
-    }
-    guard let url = try? NSKeyedUnarchiver.unarchivedObject(ofClass: NSURL.self, from: archive) else { return nil }
-    return url.absoluteURL
-  }
 }
