@@ -21,14 +21,14 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
   case invalidKey(String)
 
   /// The suite's plist file cannot be read as a dictionary property list (garbage, truncated, empty, an array,
-  /// a folder). Reads give the keys' defaults; the file's bytes were copied to `backup` before any save could
-  /// replace them.
+  /// a folder). Reads give the keys' defaults; the file was moved aside to `backup` before corelibs read it or a
+  /// save replaced it.
   ///
   /// - Parameters:
   ///   - path: The plist file.
   ///   - reason: What is wrong with it.
-  ///   - backup: The copy kept beside it (`<suite>.plist.corrupt-<timestamp>`), or nil when there was nothing
-  ///     to keep (an empty file, a folder).
+  ///   - backup: Where its contents are kept (`<suite>.plist.corrupt-<timestamp>` beside it), or nil when there
+  ///     was nothing to keep (an empty file, a folder).
   case unreadableFile(path: String, reason: String, backup: String?)
 
   /// A readable explanation, with what to do about it.
@@ -43,7 +43,7 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
       "Invalid key name '\(key)': a key needs a non-empty name."
     case .unreadableFile(let path, let reason, let backup):
       "The preferences file \(path) \(reason); its keys read as their defaults."
-        + (backup.map { " Its contents were kept in \($0)." } ?? "")
+        + (backup.map { " Its contents were moved to \($0)." } ?? "")
     }
   }
 }

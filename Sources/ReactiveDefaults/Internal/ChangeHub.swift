@@ -213,8 +213,8 @@ final class ChangeHub: Sendable {
 
   // MARK: Unreadable files
 
-  /// Checks the suite's file if it changed since the last check; an unreadable one is copied beside itself
-  /// and recorded, so that no save destroys it silently. Returns the problem, for ``announce(_:)`` once every
+  /// Checks the suite's file if it changed since the last check; an unreadable one is moved aside (kept beside
+  /// the plist) and recorded, so that no save destroys it silently and corelibs never parses it. Returns the problem, for ``announce(_:)`` once every
   /// lock is released.
   private func checkFile() -> DefaultsError? {
     guard let file else { return nil }
@@ -224,7 +224,7 @@ final class ChangeHub: Sendable {
     var issue: DefaultsError?
     if let reason = file.problem() {
       let keep = reason != "is empty" && reason != "is a folder, not a file"
-      issue = .unreadableFile(path: file.path, reason: reason, backup: keep ? file.backUp() : nil)
+      issue = .unreadableFile(path: file.path, reason: reason, backup: keep ? file.moveAside() : nil)
     }
     fileIssues.withLock { issues in
       issues.checked = stamp

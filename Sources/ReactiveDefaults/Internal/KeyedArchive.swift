@@ -5,63 +5,83 @@ import Foundation
 /// corelibs' `NSKeyedUnarchiver.unarchivedObject(ofClass:from:)` stops the process (`fatalError`) when the archive
 /// holds another class, such as a dictionary, instead of throwing; settings read from disk may hold anything.
 /// So on Linux the archive is walked as the property list it is: `$top.root` names an object whose `$class` is
-/// `NSURL`, with a string `NS.relative` and an optional `NS.base` (another such object).
+/// `NSURL`, with a string `NS.relative` and an optional `NS.base` (another such object). Binary archives are
+/// read by ``BinaryPropertyList``, never by corelibs' binary parser.
 enum KeyedArchive {
   static func url(from archive: Data) -> URL? {
-    // A keyed archive is a property list; anything else never reaches a parser.
-    guard archive.starts(with: Array("bplist00".utf8)) || archive.starts(with: Array("<?xml".utf8)) else {
-      return nil
-    }
     #if canImport(Darwin)
+      guard archive.starts(with: Array("bplist00".utf8)) || archive.starts(with: Array("<?xml".utf8)) else {
+        return nil
+      }
       return (try? NSKeyedUnarchiver.unarchivedObject(ofClass: NSURL.self, from: archive))?.absoluteURL
     #else
-      guard let parsed = try? PropertyListSerialization.propertyList(from: archive, format: nil),
-        let root = dictionary(parsed), root["$archiver"] as? String == "NSKeyedArchiver",
-        let objects = root["$objects"] as? [Any], let top = root["$top"].flatMap(dictionary),
-        let index = uid(top["root"])
+      let parsed: ArchiveNode?
+      if archive.starts(with: Array("bplist00".utf8)) {
+        parsed = BinaryPropertyList.parse(archive)
+      } else if archive.starts(with: Array("<?xml".utf8)) {
+        parsed = (try? PropertyListSerialization.propertyList(from: archive, format: nil)).flatMap(node)
+      } else {
+        parsed = nil
+      }
+      guard case .dictionary(let root)? = parsed, root["$archiver"] == .string("NSKeyedArchiver"),
+        case .array(let objects)? = root["$objects"], case .dictionary(let top)? = root["$top"],
+        case .reference(let index)? = top["root"]
       else { return nil }
       return url(at: index, in: objects, depth: 0)?.absoluteURL
     #endif
   }
 
-  private static func url(at index: Int, in objects: [Any], depth: Int) -> URL? {
-    guard depth < 8, objects.indices.contains(index), let object = unwrapOptional(objects[index]).flatMap(dictionary),
-      let classIndex = uid(object["$class"]), objects.indices.contains(classIndex),
-      let classInfo = unwrapOptional(objects[classIndex]).flatMap(dictionary),
-      classInfo["$classname"] as? String == "NSURL",
-      let relativeIndex = uid(object["NS.relative"]), objects.indices.contains(relativeIndex),
-      let relative = unwrapOptional(objects[relativeIndex]) as? String
+  private static func url(at index: Int, in objects: [ArchiveNode], depth: Int) -> URL? {
+    guard depth < 8, objects.indices.contains(index), case .dictionary(let object) = objects[index],
+      case .reference(let classIndex)? = object["$class"], objects.indices.contains(classIndex),
+      case .dictionary(let classInfo) = objects[classIndex], classInfo["$classname"] == .string("NSURL"),
+      case .reference(let relativeIndex)? = object["NS.relative"], objects.indices.contains(relativeIndex),
+      case .string(let relative) = objects[relativeIndex]
     else { return nil }
     var base: URL?
-    if let baseIndex = uid(object["NS.base"]), baseIndex != 0 {
+    if case .reference(let baseIndex)? = object["NS.base"], baseIndex != 0 {
       guard let resolved = url(at: baseIndex, in: objects, depth: depth + 1) else { return nil }
       base = resolved
     }
     return URL(string: relative, relativeTo: base)
   }
 
-  private static func dictionary(_ value: Any) -> [String: Any]? {
-    guard let entries = value as? [AnyHashable: Any] else { return nil }
-    var result: [String: Any] = [:]
-    for (key, element) in entries {
-      guard let name = key.base as? String else { return nil }
-      result[name] = unwrapOptional(element)
+  /// Converts what corelibs' XML parser returns. A `CF$UID` reference comes back as a private
+  /// `_NSKeyedArchiverUID` object (read through reflection) or, from other writers, as `{"CF$UID": n}`.
+  private static func node(_ value: Any) -> ArchiveNode? {
+    guard let value = unwrapOptional(value) else { return .null }
+    switch value {
+    case let text as String: return .string(text)
+    case let entries as [AnyHashable: Any]:
+      var result: [String: ArchiveNode] = [:]
+      for (key, element) in entries {
+        guard let name = key.base as? String, let child = node(element) else { return nil }
+        result[name] = child
+      }
+      if result.count == 1, case .integer(let index)? = result["CF$UID"] { return .reference(Int(index)) }
+      return .dictionary(result)
+    case let items as [Any]:
+      var result: [ArchiveNode] = []
+      for item in items {
+        guard let child = node(item) else { return nil }
+        result.append(child)
+      }
+      return .array(result)
+    default:
+      if String(describing: type(of: value)).hasSuffix("KeyedArchiverUID") {
+        for child in Mirror(reflecting: value).children where child.label == "value" {
+          if let index = child.value as? UInt32 { return .reference(Int(index)) }
+        }
+        return nil
+      }
+      switch PropertyListValue(foundationObject: value) {
+      case .integer(let number)?: return .integer(number)
+      case .real(let number)?: return .real(number)
+      case .bool(let flag)?: return .bool(flag)
+      case .data(let bytes)?: return .data(bytes)
+      case .date(let date)?: return .real(date.timeIntervalSinceReferenceDate)
+      default: return nil
+      }
     }
-    return result
-  }
-
-  /// The index a `CF$UID` reference names: corelibs parses it as a private `_NSKeyedArchiverUID` object (read
-  /// through reflection), other writers' XML as `{"CF$UID": n}`.
-  private static func uid(_ value: Any?) -> Int? {
-    guard let value = value.flatMap(unwrapOptional) else { return nil }
-    if let reference = dictionary(value), reference.count == 1, let index = reference["CF$UID"] as? Int {
-      return index
-    }
-    guard String(describing: type(of: value)).hasSuffix("KeyedArchiverUID") else { return nil }
-    for child in Mirror(reflecting: value).children where child.label == "value" {
-      if let index = child.value as? UInt32 { return Int(index) }
-      if let index = child.value as? Int { return index }
-    }
-    return nil
   }
 }

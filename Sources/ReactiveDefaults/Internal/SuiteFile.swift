@@ -66,10 +66,13 @@ struct SuiteFile: Sendable {
     if isFolder.boolValue { return "is a folder, not a file" }
     guard let data = FileManager.default.contents(atPath: path) else { return "cannot be read" }
     if data.isEmpty { return "is empty" }
-    let root: Any
-    do {
-      root = try PropertyListSerialization.propertyList(from: data, format: nil)
-    } catch {
+    if data.starts(with: Array("bplist".utf8)) {
+      // Never corelibs' binary parser on a file that may be anything: it crashes on some malformed input.
+      guard let root = BinaryPropertyList.parse(data) else { return "is not a property list" }
+      guard case .dictionary = root else { return "holds no dictionary" }
+      return nil
+    }
+    guard let root = try? PropertyListSerialization.propertyList(from: data, format: nil) else {
       return "is not a property list"
     }
     guard case .dictionary? = PropertyListValue(foundationObject: root) else {
@@ -79,8 +82,9 @@ struct SuiteFile: Sendable {
     return nil
   }
 
-  /// Copies the file beside itself as `<suite>.plist.corrupt-<UTC timestamp>`; the copy's path, or nil.
-  func backUp() -> String? {
+  /// Moves the file aside to `<suite>.plist.corrupt-<UTC timestamp>`, so that neither corelibs (which may crash
+  /// on it) nor a save touches it; the new path, or nil.
+  func moveAside() -> String? {
     let formatter = DateFormatter()
     formatter.locale = Locale(identifier: "en_US_POSIX")
     formatter.timeZone = TimeZone(identifier: "UTC")
@@ -89,12 +93,7 @@ struct SuiteFile: Sendable {
     for attempt in 1...100 {
       let candidate = attempt == 1 ? base : base + "-\(attempt)"
       guard !FileManager.default.fileExists(atPath: candidate) else { continue }
-      do {
-        try FileManager.default.copyItem(atPath: path, toPath: candidate)
-        return candidate
-      } catch {
-        return nil
-      }
+      return rename(path, candidate) == 0 ? candidate : nil
     }
     return nil
   }
