@@ -219,6 +219,10 @@ public final class DefaultsStore: Sendable {
   func decode<Value>(_ object: Any?, for key: DefaultsKey<Value>) -> Result<Value, DefaultsError> {
     guard !key.name.isEmpty else { return .failure(.invalidKey(key.name)) }
     guard let object else { return .success(key.defaultValue) }
+    // The common case, and a hot path: corelibs hands back a Swift value of exactly the key's type.
+    if ObjectIdentifier(type(of: object)) == ObjectIdentifier(Value.self), let value = object as? Value {
+      return .success(value)
+    }
     guard let stored = PropertyListValue(foundationObject: object) else {
       return .failure(.typeMismatch(key: key.name, expected: "\(Value.self)", found: "\(type(of: object))"))
     }

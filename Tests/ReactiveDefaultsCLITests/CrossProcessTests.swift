@@ -6,27 +6,30 @@ import Testing
 @testable import ReactiveDefaults
 
 /// A fresh suite in this process's preferences folder, removed at the end of the test.
-private func withSuite(_ body: (String, DefaultsStore) throws -> Void) rethrows {
+private func withSuite(_ body: (String, DefaultsStore) async throws -> Void) async rethrows {
   let name = "ReactiveDefaultsCLITests." + UUID().uuidString
   let store = DefaultsStore(suiteName: name)!
   defer {
     try? FileManager.default.removeItem(atPath: processConfigFolder + "/\(name).plist")
     try? FileManager.default.removeItem(atPath: processConfigFolder + "/\(name).plist.lock")
   }
-  try body(name, store)
+  try await body(name, store)
 }
 
-private func waitFor(_ condition: () -> Bool, signal: DispatchSemaphore) -> Bool {
-  let deadline = DispatchTime.now() + 15
-  while !condition() {
-    guard signal.wait(timeout: deadline) == .success else { return condition() }
-  }
-  return true
+/// Waits, off the concurrency pool, until `condition` holds; each signal re-checks it.
+private func waitFor(_ condition: @escaping @Sendable () -> Bool, signal: DispatchSemaphore) async -> Bool {
+  (try? await offThePool {
+    let deadline = DispatchTime.now() + 30
+    while !condition() {
+      guard signal.wait(timeout: deadline) == .success else { return condition() }
+    }
+    return true
+  }) ?? false
 }
 
 @Suite struct CrossProcessTests {
-  @Test func aChildProcessWriteReachesAnObserverHere() throws {
-    try withSuite { name, store in
+  @Test func aChildProcessWriteReachesAnObserverHere() async throws {
+    try await withSuite { name, store in
       let key = DefaultsKey<Int>("count", default: 0)
       let seen = Mutex<[Int]>([])
       let signal = DispatchSemaphore(value: 0)
@@ -34,24 +37,24 @@ private func waitFor(_ condition: () -> Bool, signal: DispatchSemaphore) -> Bool
         seen.withLock { $0.append(value) }
         signal.signal()
       }
-      try runTool(["write", name, "count", "-int", "41"], config: processConfigFolder)
-      let arrived = waitFor({ seen.withLock { $0.last == 41 } }, signal: signal)
+      try await runTool(["write", name, "count", "-int", "41"], config: processConfigFolder)
+      let arrived = await waitFor({ seen.withLock { $0.last == 41 } }, signal: signal)
       #expect(arrived)
       #expect(seen.withLock { $0 } == [0, 41])
       token.cancel()
     }
   }
 
-  @Test func aFlushedWriteSurvivesSigkill() throws {
+  @Test func aFlushedWriteSurvivesSigkill() async throws {
     let config = makeConfigFolder()
     let helper = try RunningTool(["flush", "dom", "k", "7"], config: config, tool: "rdefaults-test-helper")
-    #expect(helper.lines.wait { $0 == ["ready"] })
-    helper.kill(SIGKILL)
-    #expect(try runTool(["read", "dom", "k"], config: config).output == "7\n")
+    #expect(await helper.lines.wait { $0 == ["ready"] })
+    await helper.kill(SIGKILL)
+    #expect(try await runTool(["read", "dom", "k"], config: config).output == "7\n")
   }
 
-  @Test func anUnflushedWriteIsSavedWithinTheCoalescingDelay() throws {
-    try withSuite { name, store in
+  @Test func anUnflushedWriteIsSavedWithinTheCoalescingDelay() async throws {
+    try await withSuite { name, store in
       let key = DefaultsKey<Int>("k", default: 0)
       let signal = DispatchSemaphore(value: 0)
       let seen = Mutex<Int>(0)
@@ -62,11 +65,11 @@ private func waitFor(_ condition: () -> Bool, signal: DispatchSemaphore) -> Bool
       }
       let helper = try RunningTool(
         ["noflush", name, "k", "9"], config: processConfigFolder, tool: "rdefaults-test-helper")
-      #expect(helper.lines.wait { $0 == ["written"] })
-      let saved = waitFor({ seen.withLock { $0 == 9 } }, signal: signal)
+      #expect(await helper.lines.wait { $0 == ["written"] })
+      let saved = await waitFor({ seen.withLock { $0 == 9 } }, signal: signal)
       #expect(saved)
-      helper.kill(SIGKILL)
-      #expect(try runTool(["read", name, "k"], config: processConfigFolder).output == "9\n")
+      await helper.kill(SIGKILL)
+      #expect(try await runTool(["read", name, "k"], config: processConfigFolder).output == "9\n")
       token.cancel()
     }
   }
@@ -79,22 +82,23 @@ private func waitFor(_ condition: () -> Bool, signal: DispatchSemaphore) -> Bool
         for writer in 0..<3 {
           group.addTask {
             for index in 0..<30 {
-              let result = try runTool(["write", domain, "w\(writer)k\(index)", "-int", "\(index)"], config: config)
+              let result = try await runTool(
+                ["write", domain, "w\(writer)k\(index)", "-int", "\(index)"], config: config)
               #expect(result.status == 0)
             }
           }
         }
         try await group.waitForAll()
       }
-      let listing = try runTool(["export", domain, "-"], config: config)
+      let listing = try await runTool(["export", domain, "-"], config: config)
       let root = try PropertyListSerialization.propertyList(from: Data(listing.output.utf8), format: nil)
       #expect((root as? [String: Any])?.count == 90, "round \(round)")
     }
   }
 
-  @Test func theWatcherStopsWithTheLastObserver() throws {
+  @Test func theWatcherStopsWithTheLastObserver() async throws {
     // In a child process, so that no parallel test opens descriptors meanwhile.
-    let result = try runTool(["fds", "dom", "k", "0"], config: makeConfigFolder(), tool: "rdefaults-test-helper")
+    let result = try await runTool(["fds", "dom", "k", "0"], config: makeConfigFolder(), tool: "rdefaults-test-helper")
     let counts = result.output.split(separator: " ").compactMap {
       Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
     }

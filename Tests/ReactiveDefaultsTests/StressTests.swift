@@ -55,7 +55,9 @@ private final class Watcher: Sendable {
           var watchers: [Watcher] = []
           var links: [DefaultsObservation] = []
           var sequence = 0
-          for _ in 0..<Self.operationsPerTask {
+          for operation in 0..<Self.operationsPerTask {
+            // Let other tests' tasks run now and then: this loop would otherwise hold a pool thread for seconds.
+            if operation.isMultiple(of: 64) { await Task.yield() }
             let store = stores[Int.random(in: 0..<2, using: &random)]
             let index = Int.random(in: 0..<16, using: &random)
             let key = keys[index]

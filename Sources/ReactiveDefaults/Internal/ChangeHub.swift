@@ -48,6 +48,8 @@ final class ChangeHub: Sendable {
     var keys: [String: KeyEntry] = [:]
     /// Writes through this hub so far (a reload drops keys only when none happened while it read the file).
     var writeCount: UInt64 = 0
+    /// Keys written since the last save.
+    var unsavedKeys: Set<String> = []
 
     /// Records `stored` as the key's newest value; returns whom to tell, or nil if nothing changed.
     mutating func record(_ stored: PropertyListValue?, forKey key: String) -> Fanout? {
@@ -68,9 +70,8 @@ final class ChangeHub: Sendable {
   let file: SuiteFile?
   /// How long after a write its coalesced save runs: well inside the promised 100 ms.
   static let saveDelay: DispatchTimeInterval = .milliseconds(50)
-  /// Writes since the last save; corelibs' cost of adding keys grows with this until a save.
-  static let maximumUnsavedWrites = 256
-  private let unsavedWrites = Atomic<Int>(0)
+  /// Distinct keys written since the last save: corelibs' cost of adding keys grows with their number until a save.
+  static let maximumUnsavedKeys = 256
   private let saveScheduled = Atomic<Bool>(false)
   private let reloadScheduled = Atomic<Bool>(false)
   #if os(Linux)
@@ -116,7 +117,7 @@ final class ChangeHub: Sendable {
   }
 
   deinit {
-    if unsavedWrites.load(ordering: .relaxed) > 0 { save() }
+    if state.withLock({ !$0.unsavedKeys.isEmpty }) { save() }
     if let token = notificationToken.withLock({ $0 }) {
       NotificationCenter.default.removeObserver(token.observer)
     }
@@ -129,7 +130,7 @@ final class ChangeHub: Sendable {
 
   /// Writes to storage and notifies the key's observers if the stored value changed.
   func write(_ write: Write, forKey key: String) {
-    let fanout = state.withLock { state -> Fanout? in
+    let (fanout, firstUnsaved, mustSave) = state.withLock { state -> (Fanout?, Bool, Bool) in
       writingThread.store(currentThreadID(), ordering: .relaxed)
       defer { writingThread.store(0, ordering: .relaxed) }
       let newValue: PropertyListValue?
@@ -147,9 +148,15 @@ final class ChangeHub: Sendable {
       #endif
       }
       state.writeCount += 1
-      return state.record(newValue, forKey: key)
+      let firstUnsaved = state.unsavedKeys.isEmpty
+      state.unsavedKeys.insert(key)
+      return (state.record(newValue, forKey: key), firstUnsaved, state.unsavedKeys.count >= Self.maximumUnsavedKeys)
     }
-    noteUnsavedWrite()
+    if mustSave {
+      save()
+    } else if firstUnsaved {
+      scheduleSave()
+    }
     fanout?.deliver()
   }
 
@@ -158,7 +165,7 @@ final class ChangeHub: Sendable {
   /// Saves now, holding the suite's file lock: pending writes reach disk, merged with what other processes
   /// saved.
   func save() {
-    unsavedWrites.store(0, ordering: .relaxed)
+    state.withLock { $0.unsavedKeys.removeAll() }
     SaveOnExit.remove(self)
     if let file {
       let issue = file.withLock {
@@ -179,7 +186,7 @@ final class ChangeHub: Sendable {
       save()
       return refresh()
     }
-    unsavedWrites.store(0, ordering: .relaxed)
+    state.withLock { $0.unsavedKeys.removeAll() }
     SaveOnExit.remove(self)
     let issue = file.withLock { () -> DefaultsError? in
       let issue = checkFile()
@@ -259,11 +266,8 @@ final class ChangeHub: Sendable {
     fileIssues.withLock { $0.found }
   }
 
-  private func noteUnsavedWrite() {
-    if unsavedWrites.add(1, ordering: .relaxed).newValue >= Self.maximumUnsavedWrites {
-      save()
-      return
-    }
+  /// Schedules the coalesced save for the first unsaved write, and the save at exit.
+  private func scheduleSave() {
     SaveOnExit.add(self)
     guard saveScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
     else { return }

@@ -24,10 +24,24 @@ struct ProcessResult {
   var error: String
 }
 
-/// Runs a built executable to completion.
+/// Runs a built executable to completion, on a Dispatch thread: waiting for a child must not hold one of the
+/// few threads Swift concurrency runs every test's tasks on.
 @discardableResult
 func runTool(
   _ arguments: [String], config: String, input: String? = nil, tool: String = "rdefaults"
+) async throws -> ProcessResult {
+  try await offThePool { try runToolBlocking(arguments, config: config, input: input, tool: tool) }
+}
+
+/// Runs blocking work on a Dispatch thread and awaits its result.
+func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+  try await withCheckedThrowingContinuation { continuation in
+    DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+  }
+}
+
+private func runToolBlocking(
+  _ arguments: [String], config: String, input: String?, tool: String
 ) throws -> ProcessResult {
   let process = Process()
   process.executableURL = productsFolder.appendingPathComponent(tool)
@@ -73,9 +87,10 @@ final class RunningTool: Sendable {
     self.process = process
   }
 
-  func kill(_ signalNumber: Int32) {
+  func kill(_ signalNumber: Int32) async {
+    let process = process
     _ = Foundation.kill(process.processIdentifier, signalNumber)
-    process.waitUntilExit()
+    _ = try? await offThePool { process.waitUntilExit() }
   }
 }
 
@@ -104,8 +119,12 @@ final class LineRecorder: Sendable {
     for waiter in waiters where waiter.predicate(lines) { waiter.signal.signal() }
   }
 
-  /// Waits until `predicate` holds for the lines so far; false after `timeout` seconds.
-  func wait(timeout: Double = 15, until predicate: @escaping @Sendable ([String]) -> Bool) -> Bool {
+  /// Waits (off the concurrency pool) until `predicate` holds for the lines so far; false after `timeout` seconds.
+  func wait(timeout: Double = 30, until predicate: @escaping @Sendable ([String]) -> Bool) async -> Bool {
+    (try? await offThePool { self.waitBlocking(timeout: timeout, until: predicate) }) ?? false
+  }
+
+  private func waitBlocking(timeout: Double, until predicate: @escaping @Sendable ([String]) -> Bool) -> Bool {
     let signal = DispatchSemaphore(value: 0)
     let id = Int.random(in: 0..<Int.max)
     arrived.withLock { $0.append((id, predicate, signal)) }

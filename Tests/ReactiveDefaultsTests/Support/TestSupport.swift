@@ -65,7 +65,7 @@ final class Recorder<Element: Sendable>: Sendable {
   }
 
   /// Waits until `predicate` holds for the values seen so far; false if it did not within `timeout` seconds.
-  func wait(timeout: Double = 10, until predicate: @escaping @Sendable ([Element]) -> Bool) async -> Bool {
+  func wait(timeout: Double = 30, until predicate: @escaping @Sendable ([Element]) -> Bool) async -> Bool {
     await withCheckedContinuation { continuation in
       let id = state.withLock { state -> Int? in
         if predicate(state.values) { return nil }
@@ -85,7 +85,7 @@ final class Recorder<Element: Sendable>: Sendable {
   }
 
   /// Waits until at least `count` values arrived.
-  func wait(forCount count: Int, timeout: Double = 10) async -> Bool {
+  func wait(forCount count: Int, timeout: Double = 30) async -> Bool {
     await wait(timeout: timeout) { $0.count >= count }
   }
 }

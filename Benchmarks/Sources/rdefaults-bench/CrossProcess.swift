@@ -1,0 +1,87 @@
+import Dispatch
+import Foundation
+import ReactiveDefaults
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// From a child process's save of a new value to the observer callback here.
+enum CrossProcess {
+  static let key = DefaultsKey<Int>("value", default: 0)
+
+  /// The child: writes each number read from stdin, saves, and answers with the time the save finished.
+  static func runChild(suite: String) -> Never {
+    let store = DefaultsStore(suiteName: suite)!
+    while let line = readLine() {
+      guard let value = Int(line) else { break }
+      store[key] = value
+      store.flush()
+      FileHandle.standardOutput.write(Data("\(DispatchTime.now().uptimeNanoseconds)\n".utf8))
+    }
+    exit(0)
+  }
+
+  /// Latencies in milliseconds.
+  static func measure(samples: Int) throws -> [Double] {
+    let suite = scratchSuite("cross-process")
+    defer { cleanUp(suite) }
+    let store = DefaultsStore(suiteName: suite)!
+    let arrivals = Mutex<[Int: UInt64]>([:])
+    let arrived = DispatchSemaphore(value: 0)
+    let token = store.property(key).observe(initial: false) { value in
+      let now = DispatchTime.now().uptimeNanoseconds
+      arrivals.withLock { $0[value] = now }
+      arrived.signal()
+    }
+    defer { token.cancel() }
+
+    let child = Process()
+    child.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    child.arguments = ["--child", suite]
+    let input = Pipe()
+    let output = Pipe()
+    child.standardInput = input
+    child.standardOutput = output
+    try child.run()
+    defer {
+      try? input.fileHandleForWriting.close()
+      child.waitUntilExit()
+    }
+    let reader = LineReader(output.fileHandleForReading.fileDescriptor)
+    var latencies: [Double] = []
+    for sample in 1...samples {
+      input.fileHandleForWriting.write(Data("\(sample)\n".utf8))
+      guard let line = reader.next(), let saved = UInt64(line) else { throw BenchmarkError("the child stopped") }
+      let deadline = DispatchTime.now() + 5
+      while arrivals.withLock({ $0[sample] == nil }) {
+        guard arrived.wait(timeout: deadline) == .success else { throw BenchmarkError("sample \(sample) never arrived") }
+      }
+      let callback = arrivals.withLock { $0[sample]! }
+      latencies.append((Double(callback) - Double(saved)) / 1e6)
+    }
+    return latencies
+  }
+}
+
+struct BenchmarkError: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
+}
+
+/// Reads lines from a descriptor without buffering past them.
+final class LineReader {
+  private let descriptor: Int32
+  init(_ descriptor: Int32) { self.descriptor = descriptor }
+
+  func next() -> String? {
+    var bytes: [UInt8] = []
+    var byte: UInt8 = 0
+    while read(descriptor, &byte, 1) == 1 {
+      if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+      bytes.append(byte)
+    }
+    return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+  }
+}

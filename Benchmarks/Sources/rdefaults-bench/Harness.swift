@@ -1,0 +1,86 @@
+import Foundation
+
+/// How hard to measure.
+struct Settings {
+  var quick = false
+  var jsonPath: String?
+  var rounds: Int { quick ? 5 : 11 }
+}
+
+/// One measured pair: a baseline and ours, alternated over rounds, medians per operation.
+struct Comparison {
+  var baselineNanoseconds: Double
+  var oursNanoseconds: Double
+  /// baseline ÷ ours for speed-ups, ours ÷ baseline for overheads: set by the scenario.
+  var ratio: Double
+}
+
+func nanoseconds(_ duration: Duration) -> Double {
+  let parts = duration.components
+  return Double(parts.seconds) * 1e9 + Double(parts.attoseconds) / 1e9
+}
+
+func median(_ values: [Double]) -> Double {
+  let sorted = values.sorted()
+  return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+}
+
+func percentile(_ values: [Double], _ fraction: Double) -> Double {
+  let sorted = values.sorted()
+  guard !sorted.isEmpty else { return .nan }
+  return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * fraction).rounded()))]
+}
+
+/// Times `operations` calls of each body per round, alternating which goes first, and returns the medians of
+/// the per-call times.
+func compare(
+  rounds: Int, operations: Int, baseline: (Int) -> Void, ours: (Int) -> Void
+) -> (baseline: Double, ours: Double) {
+  let clock = ContinuousClock()
+  var baselineTimes: [Double] = []
+  var ourTimes: [Double] = []
+  // One warm-up round of each, not counted.
+  for index in 0..<min(operations, 1_000) {
+    baseline(index)
+    ours(index)
+  }
+  func time(_ body: (Int) -> Void) -> Double {
+    nanoseconds(clock.measure { for index in 0..<operations { body(index) } }) / Double(operations)
+  }
+  for round in 0..<rounds {
+    if round.isMultiple(of: 2) {
+      baselineTimes.append(time(baseline))
+      ourTimes.append(time(ours))
+    } else {
+      ourTimes.append(time(ours))
+      baselineTimes.append(time(baseline))
+    }
+  }
+  return (median(baselineTimes), median(ourTimes))
+}
+
+/// Resident memory of this process in bytes, from /proc/self/statm.
+func residentBytes() -> Int {
+  guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+  let fields = text.split(separator: " ")
+  guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+  return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// A fresh suite name, removed (with its file) by `cleanUp`.
+func scratchSuite(_ label: String) -> String {
+  "rdefaults-bench.\(label).\(ProcessInfo.processInfo.processIdentifier).\(UUID().uuidString.prefix(8))"
+}
+
+func preferencesFolder() -> String {
+  let environment = ProcessInfo.processInfo.environment
+  if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") { return xdg }
+  return NSHomeDirectory() + "/.config"
+}
+
+func cleanUp(_ suite: String) {
+  UserDefaults(suiteName: suite)?.removePersistentDomain(forName: suite)
+  for suffix in ["", ".lock"] {
+    try? FileManager.default.removeItem(atPath: preferencesFolder() + "/\(suite).plist" + suffix)
+  }
+}

@@ -1,0 +1,221 @@
+import Dispatch
+import Foundation
+import ReactiveDefaults
+import Synchronization
+
+struct Layout: DefaultsCodable, Equatable {
+  var columns = 2
+  var title = "main"
+  var widths: [Double] = [120, 80, 200]
+}
+
+/// A sink the optimizer cannot see through.
+final class Sink: @unchecked Sendable {
+  static let shared = Sink()
+  var count = 0
+  @inline(never) func take<T>(_ value: T) { count &+= 1 }
+}
+
+enum Scenarios {
+  // MARK: Reads
+
+  static func reads(_ settings: Settings) -> [String: Comparison] {
+    let suite = scratchSuite("reads")
+    defer { cleanUp(suite) }
+    let store = DefaultsStore(suiteName: suite)!
+    let plain = store.userDefaults
+    let intKey = DefaultsKey<Int>("int", default: 0)
+    let stringKey = DefaultsKey<String>("string", default: "")
+    let urlKey = DefaultsKey<URL?>("url")
+    let layoutKey = DefaultsKey<Layout>("layout", default: Layout())
+    store[intKey] = 42
+    store[stringKey] = "a settings value of moderate length"
+    store[urlKey] = URL(string: "https://user@example.com:8080/path/to/document.txt?query=1#fragment")
+    store[layoutKey] = Layout(columns: 3, title: "wide", widths: [1, 2, 3])
+    store.flush()
+    let operations = settings.quick ? 20_000 : 100_000
+    let sink = Sink.shared
+    var results: [String: Comparison] = [:]
+    func overhead(_ name: String, operations: Int, baseline: (Int) -> Void, ours: (Int) -> Void) {
+      let (base, mine) = compare(rounds: settings.rounds, operations: operations, baseline: baseline, ours: ours)
+      results[name] = Comparison(baselineNanoseconds: base, oursNanoseconds: mine, ratio: mine / base)
+    }
+    overhead(
+      "read_overhead_int", operations: operations,
+      baseline: { _ in sink.take(plain.object(forKey: "int") as? Int) }, ours: { _ in sink.take(store[intKey]) })
+    overhead(
+      "read_overhead_string", operations: operations,
+      baseline: { _ in sink.take(plain.object(forKey: "string") as? String) },
+      ours: { _ in sink.take(store[stringKey]) })
+    overhead(
+      "read_overhead_url", operations: operations / 10,
+      baseline: { _ in sink.take(plain.url(forKey: "url")) }, ours: { _ in sink.take(store[urlKey]) })
+    let decoder = JSONDecoder()
+    overhead(
+      "read_overhead_codable", operations: operations / 10,
+      baseline: { _ in
+        sink.take(plain.string(forKey: "layout").flatMap { try? decoder.decode(Layout.self, from: Data($0.utf8)) })
+      },
+      ours: { _ in sink.take(store[layoutKey]) })
+    return results
+  }
+
+  // MARK: Writes
+
+  static func write(_ settings: Settings) -> Comparison {
+    let suite = scratchSuite("write")
+    defer { cleanUp(suite) }
+    let store = DefaultsStore(suiteName: suite)!
+    let plain = UserDefaults(suiteName: scratchSuite("write-plain"))!
+    let key = DefaultsKey<Int>("int", default: 0)
+    let delivered = Atomic<Int>(0)
+    let token = store.property(key).observe { _ in delivered.add(1, ordering: .relaxed) }
+    let operations = settings.quick ? 10_000 : 50_000
+    // Distinct values each time: a write of the stored value would be skipped, which is not what is measured.
+    var next = 1
+    let (base, mine) = compare(
+      rounds: settings.rounds, operations: operations,
+      baseline: { _ in
+        next &+= 1
+        plain.set(next, forKey: "int")
+      },
+      ours: { _ in
+        next &+= 1
+        store[key] = next
+      })
+    token.cancel()
+    precondition(delivered.load(ordering: .relaxed) > 0, "the observer never ran")
+    return Comparison(baselineNanoseconds: base, oursNanoseconds: mine, ratio: mine / base)
+  }
+
+  // MARK: Fan-out
+
+  /// One write with `keys` keys observed: the classic recipe (every observer hears one shared "something
+  /// changed" signal, re-reads its key and compares with its last value) against the per-key hub.
+  static func fanout(keys: Int, _ settings: Settings) -> Comparison {
+    let classicSuite = scratchSuite("fanout-classic")
+    let oursSuite = scratchSuite("fanout-ours")
+    defer {
+      cleanUp(classicSuite)
+      cleanUp(oursSuite)
+    }
+    // UserDefaults is thread-safe but not marked Sendable in corelibs.
+    nonisolated(unsafe) let classic = UserDefaults(suiteName: classicSuite)!
+    let store = DefaultsStore(suiteName: oursSuite)!
+    let names = (0..<keys).map { "key\($0)" }
+    for name in names {
+      classic.set(0, forKey: name)
+      store.userDefaults.set(0, forKey: name)
+    }
+
+    // The classic recipe, as RxCocoa's rx.observe / didChangeNotification + distinctUntilChanged is written.
+    let changed = Notification.Name("rdefaults-bench.somethingChanged")
+    let center = NotificationCenter()
+    final class LastSeen: @unchecked Sendable {
+      var values: [Int]
+      init(values: [Int]) { self.values = values }
+    }
+    let lastSeen = LastSeen(values: Array(repeating: 0, count: keys))
+    let classicDeliveries = Atomic<Int>(0)
+    let observers = names.enumerated().map { index, name in
+      center.addObserver(forName: changed, object: nil, queue: nil) { _ in
+        let value = classic.object(forKey: name) as? Int ?? 0
+        if value != lastSeen.values[index] {
+          lastSeen.values[index] = value
+          classicDeliveries.add(1, ordering: .relaxed)
+        }
+      }
+    }
+    let ourDeliveries = Atomic<Int>(0)
+    let tokens = names.map { name in
+      store.property(DefaultsKey<Int>(name, default: 0)).observe(initial: false) { _ in
+        ourDeliveries.add(1, ordering: .relaxed)
+      }
+    }
+    let operations = max(3, (settings.quick ? 40_000 : 200_000) / keys)
+    let written = DefaultsKey<Int>("key0", default: 0)
+    var next = 1
+    let (base, mine) = compare(
+      rounds: settings.rounds, operations: operations,
+      baseline: { _ in
+        next &+= 1
+        classic.set(next, forKey: "key0")
+        center.post(name: changed, object: nil)
+      },
+      ours: { _ in
+        next &+= 1
+        store[written] = next
+      })
+    for observer in observers { center.removeObserver(observer) }
+    for token in tokens { token.cancel() }
+    precondition(classicDeliveries.load(ordering: .relaxed) > 0 && ourDeliveries.load(ordering: .relaxed) > 0)
+    return Comparison(baselineNanoseconds: base, oursNanoseconds: mine, ratio: base / mine)
+  }
+
+  // MARK: Memory
+
+  static func bytesPerObserver(_ settings: Settings) -> (bytes: Double, observers: Int) {
+    let suite = scratchSuite("memory")
+    defer { cleanUp(suite) }
+    let store = DefaultsStore(suiteName: suite)!
+    let keys = (0..<1_000).map { DefaultsKey<Int>("key\($0)", default: 0) }
+    let count = 100_000
+    // Warm up: the first observers of a key make its entry; measure the steady state of many observers.
+    var warmUp = keys.map { store.property($0).observe { _ in } }
+    let before = residentBytes()
+    var tokens: [DefaultsObservation] = []
+    tokens.reserveCapacity(count)
+    for index in 0..<count {
+      tokens.append(store.property(keys[index % keys.count]).observe { value in Sink.shared.take(value) })
+    }
+    let after = residentBytes()
+    tokens.removeAll()
+    warmUp.removeAll()
+    return (Double(after - before) / Double(count), count)
+  }
+
+  // MARK: Bulk writes
+
+  static func bulkNewKeys(_ settings: Settings) -> Comparison {
+    let count = 8_000
+    let clock = ContinuousClock()
+    var plainTimes: [Double] = []
+    var ourTimes: [Double] = []
+    for round in 0..<(settings.quick ? 1 : 3) {
+      let plainSuite = scratchSuite("bulk-plain")
+      let ourSuite = scratchSuite("bulk-ours")
+      defer {
+        cleanUp(plainSuite)
+        cleanUp(ourSuite)
+      }
+      func measurePlain() {
+        let plain = UserDefaults(suiteName: plainSuite)!
+        plainTimes.append(
+          nanoseconds(
+            clock.measure {
+              for index in 0..<count { plain.set(index, forKey: "key\(index)") }
+              plain.synchronize()
+            }))
+      }
+      func measureOurs() {
+        let store = DefaultsStore(suiteName: ourSuite)!
+        ourTimes.append(
+          nanoseconds(
+            clock.measure {
+              for index in 0..<count { store[DefaultsKey<Int>("key\(index)", default: 0)] = index }
+              store.flush()
+            }))
+      }
+      if round.isMultiple(of: 2) {
+        measurePlain()
+        measureOurs()
+      } else {
+        measureOurs()
+        measurePlain()
+      }
+    }
+    let base = median(plainTimes) / Double(count)
+    let mine = median(ourTimes) / Double(count)
+    return Comparison(baselineNanoseconds: base, oursNanoseconds: mine, ratio: base / mine)
+  }
+}

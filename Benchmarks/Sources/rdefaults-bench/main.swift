@@ -1,0 +1,81 @@
+// rdefaults-bench: ReactiveDefaults against what users would otherwise write, measured in one run, as ratios.
+//   swift run -c release --package-path Benchmarks rdefaults-bench [--quick] [--json FILE]
+import Foundation
+
+var settings = Settings()
+var arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "--child", arguments.count == 2 { CrossProcess.runChild(suite: arguments[1]) }
+while let argument = arguments.first {
+  arguments.removeFirst()
+  switch argument {
+  case "--quick": settings.quick = true
+  case "--json":
+    guard let path = arguments.first else {
+      FileHandle.standardError.write(Data("Error: --json needs a file.\n".utf8))
+      exit(64)
+    }
+    settings.jsonPath = path
+    arguments.removeFirst()
+  case "-h", "--help":
+    print("Usage: rdefaults-bench [--quick] [--json FILE]")
+    exit(0)
+  default:
+    FileHandle.standardError.write(Data("Error: unknown argument '\(argument)'.\nUsage: rdefaults-bench [--quick] [--json FILE]\n".utf8))
+    exit(64)
+  }
+}
+
+#if DEBUG
+  FileHandle.standardError.write(Data("Warning: a debug build; run with -c release for real figures.\n".utf8))
+#endif
+
+try run(settings)
+
+func run(_ settings: Settings) throws {
+  let started = Date()
+  var fields: [String: Double?] = [:]
+  var rows: [(String, String, String, String)] = []
+  func row(_ name: String, _ comparison: Comparison, target: String) {
+    fields[name] = comparison.ratio
+    rows.append(
+      (
+        name, String(format: "%.2f", comparison.ratio), target,
+        String(format: "%.0f ns vs %.0f ns", comparison.baselineNanoseconds, comparison.oursNanoseconds)
+      ))
+  }
+
+  let reads = Scenarios.reads(settings)
+  row("read_overhead_int", reads["read_overhead_int"]!, target: "≤ 1.3")
+  row("read_overhead_string", reads["read_overhead_string"]!, target: "≤ 1.3")
+  row("read_overhead_url", reads["read_overhead_url"]!, target: "-")
+  row("read_overhead_codable", reads["read_overhead_codable"]!, target: "-")
+  row("write_overhead_int", Scenarios.write(settings), target: "≤ 1.5")
+  for keys in [100, 1_000, 10_000] {
+    row("fanout_speedup_\(keys)", Scenarios.fanout(keys: keys, settings), target: keys == 1_000 ? "≥ 100" : "grows")
+  }
+  let latencies = try CrossProcess.measure(samples: settings.quick ? 100 : 300)
+  fields["cross_process_p50_ms"] = percentile(latencies, 0.5)
+  fields["cross_process_p99_ms"] = percentile(latencies, 0.99)
+  rows.append(("cross_process_p50_ms", String(format: "%.2f", percentile(latencies, 0.5)), "-", "\(latencies.count) samples"))
+  rows.append(("cross_process_p99_ms", String(format: "%.2f", percentile(latencies, 0.99)), "≤ 50", "max \(String(format: "%.2f", latencies.max() ?? 0)) ms"))
+  let memory = Scenarios.bytesPerObserver(settings)
+  fields["bytes_per_observer"] = memory.bytes
+  rows.append(("bytes_per_observer", String(format: "%.0f", memory.bytes), "≤ 512", "\(memory.observers) observers"))
+  row("bulk_new_keys_speedup_8000", Scenarios.bulkNewKeys(settings), target: "≥ 5")
+
+  let width = rows.map(\.0.count).max() ?? 20
+  print("ReactiveDefaults benchmark\(settings.quick ? " (quick)" : ""), \(ProcessInfo.processInfo.activeProcessorCount) cores")
+  print("metric".padding(toLength: width, withPad: " ", startingAt: 0) + "  value     target  baseline vs ours (per operation)")
+  for (name, value, target, detail) in rows {
+    print(
+      name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value.padding(toLength: 8, withPad: " ", startingAt: 0)
+        + "  " + target.padding(toLength: 6, withPad: " ", startingAt: 0) + "  " + detail)
+  }
+  print(String(format: "(%.0f s)", Date().timeIntervalSince(started)))
+
+  if let path = settings.jsonPath {
+    let object = fields.mapValues { value -> Any in value.map { $0 as Any } ?? NSNull() }
+    let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
+    try data.write(to: URL(fileURLWithPath: path))
+  }
+}
