@@ -18,6 +18,8 @@ let package = Package(
       name: "ReactiveDefaultsCLITests",
       dependencies: ["ReactiveDefaultsCLI", "ReactiveDefaults", "rdefaults", "rdefaults-test-helper"]
     ),
+    // The article snippets, compiled: kept apart because they declare keys of their own.
+    .testTarget(name: "DocumentationTests", dependencies: ["ReactiveDefaults"]),
     .testTarget(
       name: "ReactiveDefaultsTests",
       dependencies: ["ReactiveDefaults"],

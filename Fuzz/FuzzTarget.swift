@@ -55,6 +55,7 @@ private func containsNaN(_ value: PropertyListValue) -> Bool {
   }
 }
 
+/// libFuzzer calls this with each input.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
   let bytes = Data(bytes: start, count: count)

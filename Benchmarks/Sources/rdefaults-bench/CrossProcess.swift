@@ -38,7 +38,8 @@ enum CrossProcess {
     defer { token.cancel() }
 
     let child = Process()
-    child.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    child.executableURL = URL(
+      fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
     child.arguments = ["--child", suite]
     let input = Pipe()
     let output = Pipe()
@@ -56,7 +57,9 @@ enum CrossProcess {
       guard let line = reader.next(), let saved = UInt64(line) else { throw BenchmarkError("the child stopped") }
       let deadline = DispatchTime.now() + 5
       while arrivals.withLock({ $0[sample] == nil }) {
-        guard arrived.wait(timeout: deadline) == .success else { throw BenchmarkError("sample \(sample) never arrived") }
+        guard arrived.wait(timeout: deadline) == .success else {
+          throw BenchmarkError("sample \(sample) never arrived")
+        }
       }
       let callback = arrivals.withLock { $0[sample]! }
       latencies.append((Double(callback) - Double(saved)) / 1e6)

@@ -20,7 +20,8 @@ while let argument = arguments.first {
     print("Usage: rdefaults-bench [--quick] [--json FILE]")
     exit(0)
   default:
-    FileHandle.standardError.write(Data("Error: unknown argument '\(argument)'.\nUsage: rdefaults-bench [--quick] [--json FILE]\n".utf8))
+    FileHandle.standardError.write(
+      Data("Error: unknown argument '\(argument)'.\nUsage: rdefaults-bench [--quick] [--json FILE]\n".utf8))
     exit(64)
   }
 }
@@ -56,19 +57,29 @@ func run(_ settings: Settings) throws {
   let latencies = try CrossProcess.measure(samples: settings.quick ? 100 : 300)
   fields["cross_process_p50_ms"] = percentile(latencies, 0.5)
   fields["cross_process_p99_ms"] = percentile(latencies, 0.99)
-  rows.append(("cross_process_p50_ms", String(format: "%.2f", percentile(latencies, 0.5)), "-", "\(latencies.count) samples"))
-  rows.append(("cross_process_p99_ms", String(format: "%.2f", percentile(latencies, 0.99)), "≤ 50", "max \(String(format: "%.2f", latencies.max() ?? 0)) ms"))
+  rows.append(
+    ("cross_process_p50_ms", String(format: "%.2f", percentile(latencies, 0.5)), "-", "\(latencies.count) samples"))
+  rows.append(
+    (
+      "cross_process_p99_ms", String(format: "%.2f", percentile(latencies, 0.99)), "≤ 50",
+      "max \(String(format: "%.2f", latencies.max() ?? 0)) ms"
+    ))
   let memory = Scenarios.bytesPerObserver(settings)
   fields["bytes_per_observer"] = memory.bytes
   rows.append(("bytes_per_observer", String(format: "%.0f", memory.bytes), "≤ 512", "\(memory.observers) observers"))
   row("bulk_new_keys_speedup_8000", Scenarios.bulkNewKeys(settings), target: "≥ 5")
 
   let width = rows.map(\.0.count).max() ?? 20
-  print("ReactiveDefaults benchmark\(settings.quick ? " (quick)" : ""), \(ProcessInfo.processInfo.activeProcessorCount) cores")
-  print("metric".padding(toLength: width, withPad: " ", startingAt: 0) + "  value     target  baseline vs ours (per operation)")
+  print(
+    "ReactiveDefaults benchmark\(settings.quick ? " (quick)" : ""), \(ProcessInfo.processInfo.activeProcessorCount) cores"
+  )
+  print(
+    "metric".padding(toLength: width, withPad: " ", startingAt: 0)
+      + "  value     target  baseline vs ours (per operation)")
   for (name, value, target, detail) in rows {
     print(
-      name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value.padding(toLength: 8, withPad: " ", startingAt: 0)
+      name.padding(toLength: width, withPad: " ", startingAt: 0) + "  "
+        + value.padding(toLength: 8, withPad: " ", startingAt: 0)
         + "  " + target.padding(toLength: 6, withPad: " ", startingAt: 0) + "  " + detail)
   }
   print(String(format: "(%.0f s)", Date().timeIntervalSince(started)))

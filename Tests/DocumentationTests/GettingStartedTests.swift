@@ -1,0 +1,93 @@
+// The snippets of the Getting Started article, compiled and run. `snippetsMatchTheArticle` checks that every
+// Swift block of the article stands in this file word for word, so neither can change without the other.
+import Foundation
+import ReactiveDefaults
+import Testing
+
+// Snippet: Declare your keys
+extension DefaultsKeys {
+  static let volume = DefaultsKey<Double>("volume", default: 0.5)
+  static let documentURL = DefaultsKey<URL?>("documentUrl")
+  static let theme = DefaultsKey<Theme>("theme", default: .system)
+}
+
+enum Theme: String, DefaultsValue { case light, dark, system }
+
+private func removeSuite(_ name: String) {
+  UserDefaults(suiteName: name)?.removePersistentDomain(forName: name)
+  let environment = ProcessInfo.processInfo.environment
+  let folder = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? NSHomeDirectory() + "/.config"
+  for suffix in [".plist", ".plist.lock"] { try? FileManager.default.removeItem(atPath: folder + "/" + name + suffix) }
+}
+
+@Suite(.serialized) struct GettingStartedTests {
+  @Test func theArticleRunsAsWritten() async throws {
+    defer {
+      removeSuite("com.example.player")
+      removeSuite("com.example.mirror")
+    }
+    // Snippet: Read and write through a store
+    let store = DefaultsStore(suiteName: "com.example.player")!
+    store[.volume] = 0.8
+    print(store[.volume])  // 0.8
+    store.reset(.volume)
+    print(store[.volume])  // 0.5, the default
+    #expect(store[.volume] == 0.5)
+
+    // Snippet: type mismatch
+    store.userDefaults.set("loud", forKey: "volume")
+    do {
+      _ = try store.value(for: .volume)
+    } catch {
+      print(error)  // Key 'volume' holds String, not Double; …
+    }
+    #expect(throws: DefaultsError.self) { try store.value(for: .volume) }
+    store.reset(.volume)
+
+    // Snippet: Observe a property
+    let volume = store.property(.volume)
+    let token = volume.observe { value in
+      print("volume is", value)
+    }
+    volume.value = 0.3  // volume is 0.3
+    volume.value = 0.3  // nothing: the value did not change
+    token.cancel()
+    #expect(token.isCancelled)
+
+    // Snippet: Stream it
+    for await value in volume.values {
+      print("volume is", value)  // volume is 0.3, then volume is 1.0
+      if value == 1.0 { break }
+      volume.value = 1.0
+    }
+    #expect(volume.value == 1.0)
+
+    // Snippet: Bind two properties
+    let mirror = DefaultsStore(suiteName: "com.example.mirror")!.property(.volume)
+    let link = volume.bind(to: mirror)
+    volume.value = 0.9
+    print(mirror.value)  // 0.9
+    link.cancel()
+    #expect(mirror.value == 0.9)
+  }
+
+  @Test func snippetsMatchTheArticle() throws {
+    let here = URL(fileURLWithPath: #filePath)
+    let article = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+      .appendingPathComponent("Sources/ReactiveDefaults/ReactiveDefaults.docc/GettingStarted.md")
+    let markdown = try String(contentsOf: article, encoding: .utf8)
+    let source = try String(contentsOf: here, encoding: .utf8)
+    // Compared line by line, ignoring indentation and blank lines.
+    let sourceLines = source.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+      .filter { !$0.isEmpty }
+    let blocks = markdown.components(separatedBy: "```swift\n").dropFirst().map { $0.components(separatedBy: "```")[0] }
+    #expect(blocks.count >= 6)
+    for block in blocks {
+      let lines = block.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+      let found = sourceLines.indices.contains { start in
+        start + lines.count <= sourceLines.count && Array(sourceLines[start..<(start + lines.count)]) == lines
+      }
+      #expect(found, "this article snippet is not in GettingStartedTests.swift:\n\(block)")
+    }
+  }
+}
