@@ -8,8 +8,29 @@ let package = Package(
     .library(name: "ReactiveDefaults", targets: ["ReactiveDefaults"]),
     .executable(name: "rdefaults", targets: ["rdefaults"]),
   ],
+  traits: [
+    .trait(
+      name: "RxSwift",
+      description: "DefaultsProperty as an RxSwift Observable and observer (any RxSwift 6.x from 6.5)."),
+    .trait(
+      name: "RxCocoa",
+      description: "UserDefaults.rx.default(forKey:), .rx.url(forKey:) and store.rx.property(_:) as ControlProperty. "
+        + "On Linux, RxCocoa exists up to RxSwift 6.9.x.",
+      enabledTraits: ["RxSwift"]),
+    .default(enabledTraits: []),
+  ],
+  // Used only under the traits above: the default build resolves nothing.
+  dependencies: [
+    .package(url: "https://github.com/ReactiveX/RxSwift.git", "6.5.0"..<"7.0.0")
+  ],
   targets: [
-    .target(name: "ReactiveDefaults"),
+    .target(
+      name: "ReactiveDefaults",
+      dependencies: [
+        .product(name: "RxSwift", package: "RxSwift", condition: .when(traits: ["RxSwift"])),
+        .product(name: "RxCocoa", package: "RxSwift", condition: .when(traits: ["RxCocoa"])),
+      ]
+    ),
     .target(name: "ReactiveDefaultsCLI", dependencies: ["ReactiveDefaults"]),
     .executableTarget(name: "rdefaults", dependencies: ["ReactiveDefaultsCLI"]),
     // A second process for the durability tests; not a product.
@@ -20,6 +41,15 @@ let package = Package(
     ),
     // The article snippets, compiled: kept apart because they declare keys of their own.
     .testTarget(name: "DocumentationTests", dependencies: ["ReactiveDefaults"]),
+    // Compiled only with the RxSwift or RxCocoa trait; empty otherwise.
+    .testTarget(
+      name: "ReactiveDefaultsRxTests",
+      dependencies: [
+        "ReactiveDefaults", "rdefaults",
+        .product(name: "RxSwift", package: "RxSwift", condition: .when(traits: ["RxSwift"])),
+        .product(name: "RxCocoa", package: "RxSwift", condition: .when(traits: ["RxCocoa"])),
+      ]
+    ),
     .testTarget(
       name: "ReactiveDefaultsTests",
       dependencies: ["ReactiveDefaults"],

@@ -47,6 +47,23 @@ public final class DefaultsStore: Sendable {
 
   deinit {
     hub.removeIssueListener(ObjectIdentifier(self))
+    for action in deallocationActions.withLock({ $0.actions.values }) { action() }
+  }
+
+  private let deallocationActions = Locked<(actions: [UInt64: @Sendable () -> Void], nextID: UInt64)>(([:], 0))
+
+  /// Runs `action` when the store is deallocated (the Rx integration completes its streams then), unless the
+  /// returned id is passed to ``forgetDeallocationAction(_:)`` first.
+  func whenDeallocated(_ action: @escaping @Sendable () -> Void) -> UInt64 {
+    deallocationActions.withLock { state in
+      state.nextID += 1
+      state.actions[state.nextID] = action
+      return state.nextID
+    }
+  }
+
+  func forgetDeallocationAction(_ id: UInt64) {
+    _ = deallocationActions.withLock { $0.actions.removeValue(forKey: id) }
   }
 
   private func listenForFileIssues() {

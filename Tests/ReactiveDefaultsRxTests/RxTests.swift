@@ -1,0 +1,215 @@
+// Built only with the RxSwift (or RxCocoa) trait, against the real RxSwift:
+//   swift test --traits RxSwift      swift test --traits RxCocoa
+#if RxSwift
+  import Dispatch
+  import Foundation
+  import RxSwift
+  import Synchronization
+  import Testing
+
+  @testable import ReactiveDefaults
+
+  /// Values from any thread, awaited with a timeout as the failure bound.
+  final class Collected<Element: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [Element] = []
+    private let changed = DispatchSemaphore(value: 0)
+
+    var values: [Element] {
+      lock.lock()
+      defer { lock.unlock() }
+      return items
+    }
+
+    func append(_ item: Element) {
+      lock.lock()
+      items.append(item)
+      lock.unlock()
+      changed.signal()
+    }
+
+    /// Waits on a Dispatch thread (not the concurrency pool) until `predicate` holds; false after 30 s.
+    func wait(until predicate: @escaping @Sendable ([Element]) -> Bool) async -> Bool {
+      await withCheckedContinuation { continuation in
+        DispatchQueue.global().async {
+          let deadline = DispatchTime.now() + 30
+          while !predicate(self.values) {
+            guard self.changed.wait(timeout: deadline) == .success else {
+              return continuation.resume(returning: predicate(self.values))
+            }
+          }
+          continuation.resume(returning: true)
+        }
+      }
+    }
+  }
+
+  func makeStore() -> DefaultsStore {
+    DefaultsStore(suiteName: "ReactiveDefaultsRxTests.\(UUID().uuidString)")!
+  }
+
+  extension DefaultsKeys {
+    static let rxCount = DefaultsKey<Int>("count", default: 0)
+  }
+
+  @Suite struct RxSwiftTests {
+    @Test func aPropertyIsAnObservableOfItsCurrentValueThenDistinctChanges() async {
+      let store = makeStore()
+      store[.rxCount] = 1
+      let seen = Collected<Int>()
+      let subscription = store.property(.rxCount).asObservable().subscribe(onNext: { seen.append($0) })
+      store[.rxCount] = 2
+      store[.rxCount] = 2
+      store[.rxCount] = 3
+      #expect(await seen.wait { $0 == [1, 2, 3] })
+      #expect(store.hub.observerCount == 1)
+      subscription.dispose()
+      #expect(store.hub.observerCount == 0, "disposal removes the observer")
+      store[.rxCount] = 4
+      #expect(seen.values == [1, 2, 3])
+    }
+
+    @Test func aPropertyIsAnObserverThatRxCanSubscribe() {
+      let store = makeStore()
+      let property = store.property(.rxCount)
+      let subscription = Observable.of(5, 6, 7).subscribe(property)
+      #expect(store[.rxCount] == 7)
+      subscription.dispose()
+      property.asObserver().onNext(8)
+      #expect(store[.rxCount] == 8)
+      property.on(.error(NSError(domain: "test", code: 1)))  // a setting has no end: nothing happens
+      #expect(store[.rxCount] == 8)
+    }
+
+    @Test func anotherProcessesWriteReachesAnRxSubscriber() async throws {
+      let store = makeStore()
+      defer { cleanUp(store) }
+      let seen = Collected<Int>()
+      let subscription = store.property(.rxCount).asObservable().subscribe(onNext: { seen.append($0) })
+      defer { subscription.dispose() }
+      let status = try await runRDefaults(["write", store.suiteName!, "count", "-int", "42"])
+      #expect(status == 0)
+      #expect(await seen.wait { $0.last == 42 })
+    }
+  }
+
+  /// Runs the built `rdefaults` (beside the test bundle) on a Dispatch thread.
+  func runRDefaults(_ arguments: [String]) async throws -> Int32 {
+    try await withCheckedThrowingContinuation { continuation in
+      DispatchQueue.global().async {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+          .appendingPathComponent("rdefaults")
+        process.arguments = arguments
+        do {
+          try process.run()
+          process.waitUntilExit()
+          continuation.resume(returning: process.terminationStatus)
+        } catch {
+          continuation.resume(throwing: error)
+        }
+      }
+    }
+  }
+
+  func cleanUp(_ store: DefaultsStore) {
+    guard let file = store.hub.file else { return }
+    try? FileManager.default.removeItem(atPath: file.path)
+    try? FileManager.default.removeItem(atPath: file.lockPath)
+  }
+#endif
+
+#if RxCocoa
+  import RxCocoa
+
+  @Suite struct RxCocoaTests {
+    /// The seed scenario: chosen document URLs bound into `UserDefaults.standard.rx.url(forKey:)`; a subscriber
+    /// sees each distinct URL once, on the main thread.
+    @Test func chosenDocumentURLsReachASubscriberOnceEach() async {
+      let key = "documentUrl"
+      defer { UserDefaults.standard.removeObject(forKey: key) }
+      UserDefaults.standard.removeObject(forKey: key)
+      let property = UserDefaults.standard.rx.url(forKey: key)
+      let seen = Collected<URL?>()
+      let onMain = Collected<Bool>()
+      let subscription = property.subscribe(onNext: { url in
+        onMain.append(isOnMainQueue())
+        seen.append(url)
+      })
+      #expect(await seen.wait { $0 == [nil] }, "subscribed (on the main scheduler)")
+      let a = URL(string: "https://user@example.com:8080/a%20b?q=1#f")!
+      let b = URL(fileURLWithPath: "/tmp/document with spaces.txt")
+      let chosen = Observable.from([a, a, b, b, a]).map { Optional($0) }
+      let binding = chosen.bind(to: property)
+      #expect(await seen.wait { $0.count >= 4 })
+      #expect(seen.values == [nil, a, b, a])
+      #expect(onMain.values.allSatisfy { $0 }, "ControlProperty delivers on the main scheduler")
+      // Plain Foundation reads what was stored, scheme and host included.
+      #expect(UserDefaults.standard.url(forKey: key) == a)
+      binding.dispose()
+      subscription.dispose()
+    }
+
+    @Test func aWriteThroughTheCoreAPIReachesTheControlProperty() async {
+      let store = makeStore()
+      let seen = Collected<Int>()
+      let subscription = store.rx.property(.rxCount).subscribe(onNext: { seen.append($0) })
+      #expect(await seen.wait { $0 == [0] })
+      store[.rxCount] = 9
+      #expect(await seen.wait { $0 == [0, 9] })
+      subscription.dispose()
+      #expect(await waitForObserverCount(store, 0))
+    }
+
+    @Test func defaultForKeyEmitsOnlyForItsKeyAndNeverRepeatsNil() async {
+      let suite = "ReactiveDefaultsRxTests.\(UUID().uuidString)"
+      let defaults = UserDefaults(suiteName: suite)!
+      let property: ControlProperty<String?> = defaults.rx.default(forKey: "name")
+      let seen = Collected<String?>()
+      let subscription = property.subscribe(onNext: { seen.append($0) })
+      #expect(await seen.wait { $0 == [nil] }, "subscribed (on the main scheduler)")
+      let store = DefaultsStore(defaults)
+      store[DefaultsKey<String?>("other")] = "x"
+      store[DefaultsKey<String?>("name")] = nil
+      store[DefaultsKey<String?>("name")] = "bob"
+      #expect(await seen.wait { $0.count >= 2 })
+      #expect(seen.values == [nil, "bob"])
+      subscription.dispose()
+    }
+
+    @Test func rxCocoaBindsIntoAPropertyDirectly() {
+      let store = makeStore()
+      let binding = Observable.of(1, 2).bind(to: store.property(.rxCount))
+      #expect(store[.rxCount] == 2)
+      binding.dispose()
+    }
+
+    @Test func theControlPropertyCompletesWhenItsStoreGoesAway() async {
+      let completed = Collected<Bool>()
+      var store: DefaultsStore? = makeStore()
+      let subscription = store!.rx.property(.rxCount).subscribe(onCompleted: { completed.append(true) })
+      store = nil
+      #expect(await completed.wait { $0 == [true] })
+      subscription.dispose()
+    }
+  }
+
+  private let mainQueueKey: DispatchSpecificKey<Bool> = {
+    let key = DispatchSpecificKey<Bool>()
+    DispatchQueue.main.setSpecific(key: key, value: true)
+    return key
+  }()
+
+  /// Whether this code runs on the main queue (`Thread.isMainThread` is not reliable on Linux, as RxSwift notes).
+  func isOnMainQueue() -> Bool {
+    DispatchQueue.getSpecific(key: mainQueueKey) == true
+  }
+
+  /// The observer count drops when disposal reaches the main scheduler: wait for it.
+  func waitForObserverCount(_ store: DefaultsStore, _ count: Int) async -> Bool {
+    for _ in 0..<3_000 where store.hub.observerCount != count {
+      await withCheckedContinuation { continuation in DispatchQueue.main.async { continuation.resume() } }
+    }
+    return store.hub.observerCount == count
+  }
+#endif
