@@ -70,8 +70,16 @@ final class ChangeHub: Sendable {
   let file: SuiteFile?
   /// How long after a write its coalesced save runs: well inside the promised 100 ms.
   static let saveDelay: DispatchTimeInterval = .milliseconds(50)
-  /// Distinct keys written since the last save: corelibs' cost of adding keys grows with their number until a save.
-  static let maximumUnsavedKeys = 256
+  /// Distinct keys written since the last save that trigger a save at once: corelibs' cost of adding a key grows
+  /// with the number of unsaved keys, and a save costs O(keys in the file). Saving every √(file size in bytes)
+  /// keys (at least 256) balances the two: measured 8,000 new keys in 0.5 s instead of 3.0 s without saves.
+  static let minimumUnsavedKeysBeforeSave = 256
+  /// The size of the suite's file after the last save or reload.
+  private let savedFileSize = Atomic<Int>(0)
+
+  private var maximumUnsavedKeys: Int {
+    max(Self.minimumUnsavedKeysBeforeSave, Int(Double(savedFileSize.load(ordering: .relaxed)).squareRoot()))
+  }
   private let saveScheduled = Atomic<Bool>(false)
   private let reloadScheduled = Atomic<Bool>(false)
   #if os(Linux)
@@ -150,7 +158,7 @@ final class ChangeHub: Sendable {
       state.writeCount += 1
       let firstUnsaved = state.unsavedKeys.isEmpty
       state.unsavedKeys.insert(key)
-      return (state.record(newValue, forKey: key), firstUnsaved, state.unsavedKeys.count >= Self.maximumUnsavedKeys)
+      return (state.record(newValue, forKey: key), firstUnsaved, state.unsavedKeys.count >= maximumUnsavedKeys)
     }
     if mustSave {
       save()
@@ -186,6 +194,9 @@ final class ChangeHub: Sendable {
       save()
       return refresh()
     }
+    // The file is as this process last saved or read it (the event was our own save): nothing to reload. Without
+    // this, every save of a large domain paid for a reload and a refresh of every observed key.
+    if let stamp = file.stamp(), fileIssues.withLock({ $0.checked == stamp }) { return }
     state.withLock { $0.unsavedKeys.removeAll() }
     SaveOnExit.remove(self)
     let issue = file.withLock { () -> DefaultsError? in
@@ -249,6 +260,7 @@ final class ChangeHub: Sendable {
   /// After our own save the file is readable by construction: remember it as checked.
   private func rememberFileStamp() {
     guard let stamp = file?.stamp() else { return }
+    savedFileSize.store(Int(stamp.size), ordering: .relaxed)
     fileIssues.withLock { $0.checked = stamp }
   }
 
