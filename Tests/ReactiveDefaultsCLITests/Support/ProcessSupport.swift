@@ -40,9 +40,8 @@ func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async t
   }
 }
 
-private func runToolBlocking(
-  _ arguments: [String], config: String, input: String?, tool: String
-) throws -> ProcessResult {
+/// A built executable, set up to run with its own preferences folder and its output piped.
+private func makeProcess(_ arguments: [String], config: String, tool: String) -> (Process, output: Pipe, error: Pipe) {
   let process = Process()
   process.executableURL = productsFolder.appendingPathComponent(tool)
   process.arguments = arguments
@@ -51,6 +50,13 @@ private func runToolBlocking(
   let error = Pipe()
   process.standardOutput = output
   process.standardError = error
+  return (process, output, error)
+}
+
+private func runToolBlocking(
+  _ arguments: [String], config: String, input: String?, tool: String
+) throws -> ProcessResult {
+  let (process, output, error) = makeProcess(arguments, config: config, tool: tool)
   let inputPipe = Pipe()
   process.standardInput = inputPipe
   try process.run()
@@ -71,14 +77,7 @@ final class RunningTool: Sendable {
   let errorLines = LineRecorder()
 
   init(_ arguments: [String], config: String, tool: String = "rdefaults") throws {
-    let process = Process()
-    process.executableURL = productsFolder.appendingPathComponent(tool)
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": config]) { $1 }
-    let output = Pipe()
-    let error = Pipe()
-    process.standardOutput = output
-    process.standardError = error
+    let (process, output, error) = makeProcess(arguments, config: config, tool: tool)
     let lines = lines
     let errorLines = errorLines
     output.fileHandleForReading.readabilityHandler = { lines.feed($0.availableData) }
