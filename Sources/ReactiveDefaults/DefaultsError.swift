@@ -21,8 +21,8 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
   case invalidKey(String)
 
   /// The suite's plist file cannot be read as a dictionary property list (garbage, truncated, empty, an array,
-  /// a folder). Reads give the keys' defaults; the file was moved aside to `backup` before corelibs read it or a
-  /// save replaced it.
+  /// a folder). Reads give the keys' defaults; the file was copied to `backup` before a save could replace it
+  /// (moved there, for a malformed binary plist that corelibs could crash on).
   ///
   /// - Parameters:
   ///   - path: The plist file.
@@ -43,7 +43,7 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
       "Invalid key name '\(key)': a key needs a non-empty name."
     case .unreadableFile(let path, let reason, let backup):
       "The preferences file \(path) \(reason); its keys read as their defaults."
-        + (backup.map { " Its contents were moved to \($0)." } ?? "")
+        + (backup.map { " Its contents were kept in \($0)." } ?? "")
     }
   }
 }

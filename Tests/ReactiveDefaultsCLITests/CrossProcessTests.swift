@@ -76,7 +76,7 @@ private func waitFor(_ condition: @escaping @Sendable () -> Bool, signal: Dispat
 
   @Test func concurrentWriterProcessesLoseNoKeys() async throws {
     let config = makeConfigFolder()
-    for round in 0..<3 {
+    for round in 0..<5 {
       let domain = "race\(round)"
       try await withThrowingTaskGroup(of: Void.self) { group in
         for writer in 0..<3 {

@@ -67,6 +67,25 @@ private func backups(of path: String) -> [String] {
     }
   }
 
+  /// A malformed binary plist could crash corelibs when it reads the domain: it is moved aside, not copied.
+  @Test func aDangerousBinaryPlistIsMovedAsideBeforeCorelibsReadsIt() throws {
+    let fuzzerFinding = try #require(
+      Data(
+        base64Encoded:
+          "YnBsaXN0MHDYAQIDBAUGBwgBDQ4PEBMUFVFuVGRhdGVRZFFzUWFRaVEAAAAAdGHRCgtRa6EMIz/4AAAAAAAAM8HNJ+RAAAAAIz/gAAAAAAAAVHRleHTCERIQAWF0YSoJQgECCBkbGSIkJigqLzI0Nj9IUVZZW11fYAAAAAAAAAEBAAAAAAAAABYAAAAAAAAAAAAAAAAAAABj"
+      ))
+    try withPreparedSuite({ try fuzzerFinding.write(to: URL(fileURLWithPath: $0)) }) { store, issues, path in
+      #expect(!FileManager.default.fileExists(atPath: path))
+      #expect(store[.count] == 0)
+      _ = store.userDefaults.dictionaryRepresentation()
+      guard case .unreadableFile(_, _, let backup)? = issues.values.first, let backup else {
+        Issue.record("no backup reported: \(issues.values)")
+        return
+      }
+      #expect(FileManager.default.contents(atPath: backup) == fuzzerFinding)
+    }
+  }
+
   @Test func anEmptyFileIsReportedAndReadsDefaults() throws {
     try withPreparedSuite({ _ = FileManager.default.createFile(atPath: $0, contents: Data()) }) { store, issues, path in
       #expect(store[.volume] == 0.5)

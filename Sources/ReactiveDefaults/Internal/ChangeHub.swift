@@ -113,7 +113,8 @@ final class ChangeHub: Sendable {
       file = nil
     }
     // Before corelibs reads the file, and long before a save could replace it: is it readable?
-    announce(checkFile())
+    // Under the suite's lock, like every save: a file another process is writing is never judged half-written.
+    announce(file?.withLock { checkFile() } ?? nil)
     // corelibs answers stale reads on a cold suite used from several threads at once: warm it up here.
     _ = defaults.object(forKey: "ReactiveDefaults.warmUp")
     let token = NotificationCenter.default.addObserver(
@@ -231,8 +232,9 @@ final class ChangeHub: Sendable {
 
   // MARK: Unreadable files
 
-  /// Checks the suite's file if it changed since the last check; an unreadable one is moved aside (kept beside
-  /// the plist) and recorded, so that no save destroys it silently and corelibs never parses it. Returns the problem, for ``announce(_:)`` once every
+  /// Checks the suite's file if it changed since the last check; an unreadable one is copied beside the plist (moved,
+  /// when corelibs could crash on it) and recorded, so that no save destroys it silently. Call it holding the
+  /// suite's lock. Returns the problem, for ``announce(_:)`` once every
   /// lock is released.
   private func checkFile() -> DefaultsError? {
     guard let file else { return nil }
@@ -240,9 +242,11 @@ final class ChangeHub: Sendable {
     let isKnown = fileIssues.withLock { $0.checked == stamp }
     guard !isKnown, stamp != nil else { return nil }
     var issue: DefaultsError?
-    if let reason = file.problem() {
-      let keep = reason != "is empty" && reason != "is a folder, not a file"
-      issue = .unreadableFile(path: file.path, reason: reason, backup: keep ? file.moveAside() : nil)
+    if let problem = file.problem() {
+      let keep = problem.reason != "is empty" && problem.reason != "is a folder, not a file"
+      issue = .unreadableFile(
+        path: file.path, reason: problem.reason,
+        backup: keep ? file.keepAside(moving: problem.endangersReaders) : nil)
     }
     fileIssues.withLock { issues in
       issues.checked = stamp

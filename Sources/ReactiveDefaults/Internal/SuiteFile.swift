@@ -59,32 +59,40 @@ struct SuiteFile: Sendable {
     #endif
   }
 
+  /// What is wrong with an unreadable file, and whether corelibs could crash on it (a malformed binary plist).
+  struct Problem {
+    var reason: String
+    var endangersReaders = false
+  }
+
   /// Why the file cannot serve as the suite's domain, or nil when it can (or does not exist).
-  func problem() -> String? {
+  func problem() -> Problem? {
     var isFolder: ObjCBool = false
     guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else { return nil }
-    if isFolder.boolValue { return "is a folder, not a file" }
-    guard let data = FileManager.default.contents(atPath: path) else { return "cannot be read" }
-    if data.isEmpty { return "is empty" }
+    if isFolder.boolValue { return Problem(reason: "is a folder, not a file") }
+    guard let data = FileManager.default.contents(atPath: path) else { return Problem(reason: "cannot be read") }
+    if data.isEmpty { return Problem(reason: "is empty") }
     if data.starts(with: Array("bplist".utf8)) {
       // Never corelibs' binary parser on a file that may be anything: it crashes on some malformed input.
-      guard let root = BinaryPropertyList.parse(data) else { return "is not a property list" }
-      guard case .dictionary = root else { return "holds no dictionary" }
+      guard let root = BinaryPropertyList.parse(data) else {
+        return Problem(reason: "is not a property list", endangersReaders: true)
+      }
+      guard case .dictionary = root else { return Problem(reason: "holds no dictionary") }
       return nil
     }
     guard let root = try? PropertyListSerialization.propertyList(from: data, format: nil) else {
-      return "is not a property list"
+      return Problem(reason: "is not a property list")
     }
     guard case .dictionary? = PropertyListValue(foundationObject: root) else {
       let kind = PropertyListValue(foundationObject: root)?.kindName ?? "\(type(of: root))"
-      return "holds \(kind == "Array" ? "an" : "a") \(kind), not a dictionary"
+      return Problem(reason: "holds \(kind == "Array" ? "an" : "a") \(kind), not a dictionary")
     }
     return nil
   }
 
-  /// Moves the file aside to `<suite>.plist.corrupt-<UTC timestamp>`, so that neither corelibs (which may crash
-  /// on it) nor a save touches it; the new path, or nil.
-  func moveAside() -> String? {
+  /// Keeps the file's contents as `<suite>.plist.corrupt-<UTC timestamp>` beside it: a copy, or (`moving`) the
+  /// file itself, so that corelibs never parses it. Returns the new path, or nil.
+  func keepAside(moving: Bool) -> String? {
     let formatter = DateFormatter()
     formatter.locale = Locale(identifier: "en_US_POSIX")
     formatter.timeZone = TimeZone(identifier: "UTC")
@@ -93,7 +101,8 @@ struct SuiteFile: Sendable {
     for attempt in 1...100 {
       let candidate = attempt == 1 ? base : base + "-\(attempt)"
       guard !FileManager.default.fileExists(atPath: candidate) else { continue }
-      return rename(path, candidate) == 0 ? candidate : nil
+      if moving { return rename(path, candidate) == 0 ? candidate : nil }
+      return (try? FileManager.default.copyItem(atPath: path, toPath: candidate)) != nil ? candidate : nil
     }
     return nil
   }
