@@ -263,7 +263,6 @@ public final class DefaultsStore: Sendable {
       return DefaultsObservation {}
     }
     let observer = KeyObserver(
-      key: key,
       decode: { [weak self] stored in
         guard let stored else { return key.defaultValue }
         guard let self else { return Value(propertyListValue: stored) ?? key.defaultValue }

@@ -8,7 +8,6 @@ import Testing
 @Suite struct DeliveryOrderTests {
   private func makeObserver(_ seen: Recorder<Int>, handler: (@Sendable (Int) -> Void)? = nil) -> KeyObserver<Int> {
     KeyObserver(
-      key: DefaultsKey<Int>("k", default: 0),
       decode: { $0.flatMap(Int.init(propertyListValue:)) ?? 0 },
       handler: { value in
         seen.append(value)

@@ -114,7 +114,8 @@ final class ChangeHub: Sendable {
     }
     // Before corelibs reads the file, and long before a save could replace it: is it readable?
     // Under the suite's lock, like every save: a file another process is writing is never judged half-written.
-    announce(file?.withLock { checkFile() } ?? nil)
+    // (No file, nothing to check: the lock file is not made for suites that are only read.)
+    if let file, file.stamp() != nil { announce(file.withLock { checkFile() }) }
     // corelibs answers stale reads on a cold suite used from several threads at once: warm it up here.
     _ = defaults.object(forKey: "ReactiveDefaults.warmUp")
     let token = NotificationCenter.default.addObserver(

@@ -21,16 +21,14 @@ final class KeyObserver<Value: DefaultsValue>: ChangeReceiver {
     var lastDelivered: Value?
   }
 
-  private let key: DefaultsKey<Value>
   private let decode: @Sendable (PropertyListValue?) -> Value
   private let handler: @Sendable (Value) -> Void
   private let state = Locked(State())
 
   init(
-    key: DefaultsKey<Value>, decode: @escaping @Sendable (PropertyListValue?) -> Value,
+    decode: @escaping @Sendable (PropertyListValue?) -> Value,
     handler: @escaping @Sendable (Value) -> Void
   ) {
-    self.key = key
     self.decode = decode
     self.handler = handler
   }
