@@ -4,6 +4,7 @@
 //   rdefaults-test-helper flush DOMAIN KEY INT    write, flush(), print "ready", wait
 //   rdefaults-test-helper noflush DOMAIN KEY INT  write, print "written", wait (the coalesced save must land)
 //   rdefaults-test-helper write DOMAIN KEY INT    write, print the write's time (ns since boot), exit
+//   rdefaults-test-helper exit DOMAIN KEY INT     write, exit at once (the save at exit must keep it)
 //   rdefaults-test-helper fds DOMAIN KEY INT      print descriptor counts before, during and after observing
 import Dispatch
 import Foundation
@@ -17,7 +18,8 @@ import ReactiveDefaults
 
 let arguments = CommandLine.arguments
 guard arguments.count == 5, let store = DefaultsStore(suiteName: arguments[2]), let value = Int(arguments[4]) else {
-  FileHandle.standardError.write(Data("usage: rdefaults-test-helper flush|noflush|write DOMAIN KEY INT\n".utf8))
+  FileHandle.standardError.write(
+    Data("usage: rdefaults-test-helper flush|noflush|exit|write|fds DOMAIN KEY INT\n".utf8))
   exit(64)
 }
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
@@ -40,6 +42,9 @@ case "fds":
   let during = descriptors()
   for token in tokens { token.cancel() }
   say("\(before) \(during) \(descriptors())")
+  exit(0)
+case "exit":
+  // A normal exit right after the write, before the coalesced save: the save at exit must keep it.
   exit(0)
 case "write":
   store.flush()

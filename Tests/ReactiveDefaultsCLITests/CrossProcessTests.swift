@@ -53,6 +53,13 @@ private func waitFor(_ condition: @escaping @Sendable () -> Bool, signal: Dispat
     #expect(try await runTool(["read", "dom", "k"], config: config).output == "7\n")
   }
 
+  @Test func aWriteRightBeforeANormalExitIsSaved() async throws {
+    let config = makeConfigFolder()
+    let helper = try await runTool(["exit", "dom", "k", "12"], config: config, tool: "rdefaults-test-helper")
+    #expect(helper.status == 0)
+    #expect(try await runTool(["read", "dom", "k"], config: config).output == "12\n")
+  }
+
   @Test func anUnflushedWriteIsSavedWithinTheCoalescingDelay() async throws {
     try await withSuite { name, store in
       let key = DefaultsKey<Int>("k", default: 0)
