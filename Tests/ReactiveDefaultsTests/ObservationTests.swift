@@ -5,6 +5,19 @@ import Testing
 
 @testable import ReactiveDefaults
 
+/// Observers of two keys (changes only), to show which of them a change reaches.
+private func observeVolumeAndCount(
+  _ store: DefaultsStore
+) -> (volumes: Recorder<Double>, counts: Recorder<Int>, tokens: [DefaultsObservation]) {
+  let volumes = Recorder<Double>()
+  let counts = Recorder<Int>()
+  let tokens = [
+    store.property(.volume).observe(initial: false) { volumes.append($0) },
+    store.property(.count).observe(initial: false) { counts.append($0) },
+  ]
+  return (volumes, counts, tokens)
+}
+
 @Suite struct ObservationTests {
   @Test func observeDeliversTheCurrentValueThenChanges() {
     let (store, _) = makeStore()
@@ -83,12 +96,7 @@ import Testing
 
   @Test func onlyTheChangedKeysObserversRun() {
     let (store, _) = makeStore()
-    let volumes = Recorder<Double>()
-    let counts = Recorder<Int>()
-    let tokens = [
-      store.property(.volume).observe(initial: false) { volumes.append($0) },
-      store.property(.count).observe(initial: false) { counts.append($0) },
-    ]
+    let (volumes, counts, tokens) = observeVolumeAndCount(store)
     store[.volume] = 1
     store[.volume] = 2
     #expect(volumes.values == [1, 2])
@@ -145,12 +153,7 @@ import Testing
 
   @Test func refreshNotifiesOnlyKeysThatChangedBehindTheLibrarysBack() {
     let (store, _) = makeStore()
-    let volumes = Recorder<Double>()
-    let counts = Recorder<Int>()
-    let tokens = [
-      store.property(.volume).observe(initial: false) { volumes.append($0) },
-      store.property(.count).observe(initial: false) { counts.append($0) },
-    ]
+    let (volumes, counts, tokens) = observeVolumeAndCount(store)
     store.userDefaults.set(0.9, forKey: "volume")  // plain write: no notification on Linux
     #expect(volumes.values.isEmpty)
     store.refresh()

@@ -100,9 +100,6 @@
       }
     }
 
-    /// The number of folders watched now (for tests).
-    static var activeCount: Int { watchers.withLock { $0.count } }
-
     private func run() {
       threadID.store(currentThreadID(), ordering: .releasing)
       defer {

@@ -83,11 +83,6 @@ final class Recorder<Element: Sendable>: Sendable {
       }
     }
   }
-
-  /// Waits until at least `count` values arrived.
-  func wait(forCount count: Int, timeout: Double = 30) async -> Bool {
-    await wait(timeout: timeout) { $0.count >= count }
-  }
 }
 
 /// A URL of a test fixture (Apple Foundation data kept in `Fixtures/`).
