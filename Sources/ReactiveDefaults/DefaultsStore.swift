@@ -85,6 +85,10 @@ public final class DefaultsStore: Sendable {
   /// Setting a handler first hands it the file problems found before it was set (a suite's file is checked
   /// when the first store over it is made).
   ///
+  /// The handler runs on the thread that found the problem, never under a lock of the library: the reading or
+  /// writing thread for a value problem; for a file problem, the thread that saved or reloaded the suite, which
+  /// can be the background save, so a report may arrive just after a ``flush()`` that raced with it returns.
+  ///
   /// ```swift
   /// store.issueHandler = { issue in logger.warning("\(issue)") }
   /// ```

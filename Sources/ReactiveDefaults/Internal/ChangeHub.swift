@@ -296,6 +296,8 @@ final class ChangeHub: Sendable {
     DispatchQueue.global().asyncAfter(deadline: .now() + Self.saveDelay) { [weak self] in
       guard let self else { return }
       self.saveScheduled.store(false, ordering: .releasing)
+      // A flush (or a reload) since the write already saved it: nothing to do, no lock to take.
+      guard self.state.withLock({ !$0.unsavedKeys.isEmpty }) else { return }
       self.save()
     }
   }
