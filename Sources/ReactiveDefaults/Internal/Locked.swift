@@ -16,10 +16,6 @@ import Synchronization
 /// otherwise the annotations are a load of a nil function pointer.
 struct Locked<State>: ~Copyable, Sendable {
   private let mutex: Mutex<State>
-  /// The address ThreadSanitizer's annotations name: any stable, unique address will do.
-  private let marker = Marker()
-
-  private final class Marker: Sendable {}
 
   init(_ initialState: sending State) {
     mutex = Mutex(initialState)
@@ -29,10 +25,15 @@ struct Locked<State>: ~Copyable, Sendable {
   borrowing func withLock<Result, Failure: Error>(
     _ body: (inout sending State) throws(Failure) -> sending Result
   ) throws(Failure) -> sending Result {
-    let address = UnsafeRawPointer(Unmanaged.passUnretained(marker).toOpaque())
+    guard let acquire = ThreadSanitizer.acquire, let release = ThreadSanitizer.release else {
+      return try mutex.withLock(body)
+    }
+    // The annotations name this lock's own address: it is address-only (a `Mutex` inside), so stable while the lock
+    // lives, and unique. No allocation for it: many observers each hold a lock.
+    let address = withUnsafePointer(to: self) { UnsafeRawPointer($0) }
     return try mutex.withLock { (state: inout sending State) throws(Failure) -> sending Result in
-      ThreadSanitizer.acquire?(address)
-      defer { ThreadSanitizer.release?(address) }
+      acquire(address)
+      defer { release(address) }
       return try body(&state)
     }
   }
