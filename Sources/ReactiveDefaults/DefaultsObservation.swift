@@ -11,31 +11,50 @@ import Synchronization
 /// token.cancel()
 /// ```
 public final class DefaultsObservation: Sendable {
-  private let onCancel: Locked<(@Sendable () -> Void)?>
+  private enum Ending {
+    case action(@Sendable () -> Void)
+    case observer(any ObservationEnding)
+  }
+
+  private let ending: Locked<Ending?>
 
   /// Creates a token that runs `onCancel` once, on ``cancel()`` or when the token is released.
   ///
   /// - Parameter onCancel: What ends the observation.
   public init(onCancel: @escaping @Sendable () -> Void) {
-    self.onCancel = Locked(onCancel)
+    ending = Locked(.action(onCancel))
+  }
+
+  /// A token that cancels `observer`: no closure, so no allocation beyond the token.
+  init(ending observer: any ObservationEnding) {
+    ending = Locked(.observer(observer))
   }
 
   /// Ends the observation. No callback starts after this returns (one already running finishes).
   /// Calling it again does nothing.
   public func cancel() {
-    let action = onCancel.withLock { action -> (@Sendable () -> Void)? in
-      defer { action = nil }
-      return action
+    let ending = ending.withLock { ending -> Ending? in
+      defer { ending = nil }
+      return ending
     }
-    action?()
+    switch ending {
+    case .action(let action): action()
+    case .observer(let observer): observer.cancel()
+    case nil: break
+    }
   }
 
   /// Whether ``cancel()`` has run.
   public var isCancelled: Bool {
-    onCancel.withLock { $0 == nil }
+    ending.withLock { $0 == nil }
   }
 
   deinit {
     cancel()
   }
+}
+
+/// Something a ``DefaultsObservation`` ends.
+protocol ObservationEnding: AnyObject, Sendable {
+  func cancel()
 }

@@ -247,10 +247,10 @@ public final class DefaultsStore: Sendable {
     guard let stored = PropertyListValue(foundationObject: object) else {
       return .failure(.typeMismatch(key: key.name, expected: "\(Value.self)", found: "\(type(of: object))"))
     }
-    return decode(stored, for: key)
+    return Self.decode(stored, for: key)
   }
 
-  func decode<Value>(_ stored: PropertyListValue, for key: DefaultsKey<Value>) -> Result<Value, DefaultsError> {
+  static func decode<Value>(_ stored: PropertyListValue, for key: DefaultsKey<Value>) -> Result<Value, DefaultsError> {
     guard let value = Value(propertyListValue: stored) else {
       return .failure(.typeMismatch(key: key.name, expected: "\(Value.self)", found: stored.kindName))
     }
@@ -266,23 +266,8 @@ public final class DefaultsStore: Sendable {
       if initial { handler(key.defaultValue) }
       return DefaultsObservation {}
     }
-    let observer = KeyObserver(
-      decode: { [weak self] stored in
-        guard let stored else { return key.defaultValue }
-        guard let self else { return Value(propertyListValue: stored) ?? key.defaultValue }
-        switch self.decode(stored, for: key) {
-        case .success(let value): return value
-        case .failure(let issue):
-          self.report(issue)
-          return key.defaultValue
-        }
-      },
-      handler: handler)
-    let hub = hub
-    let id = hub.add(observer, forKey: key.name, initial: initial)
-    return DefaultsObservation {
-      observer.cancel()
-      hub.remove(id: id, forKey: key.name)
-    }
+    let observer = KeyObserver(store: self, key: key, handler: handler)
+    observer.start(initial: initial)
+    return DefaultsObservation(ending: observer)
   }
 }

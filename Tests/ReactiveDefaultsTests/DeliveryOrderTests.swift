@@ -6,13 +6,12 @@ import Testing
 /// The delivery mechanism itself, driven directly: the races it guards against are too rare to provoke
 /// reliably through the public API.
 @Suite struct DeliveryOrderTests {
+  /// An observer driven by hand: not registered with its store's hub, so only the test's calls reach it.
   private func makeObserver(_ seen: Recorder<Int>, handler: (@Sendable (Int) -> Void)? = nil) -> KeyObserver<Int> {
-    KeyObserver(
-      decode: { $0.flatMap(Int.init(propertyListValue:)) ?? 0 },
-      handler: { value in
-        seen.append(value)
-        handler?(value)
-      })
+    KeyObserver(store: makeStore().0, key: .count) { value in
+      seen.append(value)
+      handler?(value)
+    }
   }
 
   @Test func anOlderVersionArrivingLateIsDropped() {

@@ -39,12 +39,11 @@ final class ChangeHub: Sendable {
   private struct KeyEntry {
     var last: PropertyListValue?
     var version: UInt64
-    var receivers: [UInt64: any ChangeReceiver] = [:]
+    var receivers: [ObjectIdentifier: any ChangeReceiver] = [:]
   }
 
   private struct State {
     var version: UInt64 = 0
-    var nextReceiverID: UInt64 = 0
     var keys: [String: KeyEntry] = [:]
     /// Writes through this hub so far (a reload drops keys only when none happened while it read the file).
     var writeCount: UInt64 = 0
@@ -347,10 +346,9 @@ final class ChangeHub: Sendable {
   }
 
   /// Registers a receiver for a key and hands it the current value (as a change when `initial`, else as
-  /// its baseline). Returns the id to remove it with.
-  func add(_ receiver: any ChangeReceiver, forKey key: String, initial: Bool) -> UInt64 {
-    let (id, current, version, fanout) = state.withLock {
-      state -> (UInt64, PropertyListValue?, UInt64, Fanout?) in
+  /// its baseline). ``remove(_:forKey:)`` takes it out again.
+  func add(_ receiver: any ChangeReceiver, forKey key: String, initial: Bool) {
+    let (current, version, fanout) = state.withLock { state -> (PropertyListValue?, UInt64, Fanout?) in
       let current = stored(forKey: key)
       // A value that changed behind our back since the key's observers last heard is a change for them too.
       let fanout = state.record(current, forKey: key)
@@ -358,22 +356,19 @@ final class ChangeHub: Sendable {
         state.version += 1
         state.keys[key] = KeyEntry(last: current, version: state.version)
       }
-      state.nextReceiverID += 1
-      let id = state.nextReceiverID
-      state.keys[key]!.receivers[id] = receiver
-      return (id, current, state.keys[key]!.version, fanout)
+      state.keys[key]!.receivers[ObjectIdentifier(receiver)] = receiver
+      return (current, state.keys[key]!.version, fanout)
     }
     updateWatching()
     fanout?.deliver()
     receiver.receive(current, version: version, notify: initial)
-    return id
   }
 
   /// Removes a receiver; the key's entry goes with its last receiver.
-  func remove(id: UInt64, forKey key: String) {
-    // The receiver is released after the lock, in case it is the last reference to something heavier.
+  func remove(_ receiver: any ChangeReceiver, forKey key: String) {
+    // The hub's reference is released after the lock, in case it is the last one to something heavier.
     let removed = state.withLock { state -> (any ChangeReceiver)? in
-      let removed = state.keys[key]?.receivers.removeValue(forKey: id)
+      let removed = state.keys[key]?.receivers.removeValue(forKey: ObjectIdentifier(receiver))
       if state.keys[key]?.receivers.isEmpty == true { state.keys[key] = nil }
       return removed
     }

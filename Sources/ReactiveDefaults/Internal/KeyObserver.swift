@@ -6,7 +6,7 @@ import Synchronization
 /// Only one thread calls the handler at a time. A change that arrives while the handler runs (from another
 /// thread, or from a write inside the handler) is kept as the single pending value and delivered right after
 /// the handler returns, by the thread already delivering: newest value wins, nothing runs nested.
-final class KeyObserver<Value: DefaultsValue>: ChangeReceiver {
+final class KeyObserver<Value: DefaultsValue>: ChangeReceiver, ObservationEnding {
   private struct Pending {
     var stored: PropertyListValue?
     var notify: Bool
@@ -21,20 +21,31 @@ final class KeyObserver<Value: DefaultsValue>: ChangeReceiver {
     var lastDelivered: Value?
   }
 
-  private let decode: @Sendable (PropertyListValue?) -> Value
+  private let hub: ChangeHub
+  private let key: DefaultsKey<Value>
+  /// Where decoding problems are reported; gone with the store (written once, in `init`).
+  nonisolated(unsafe) private weak var store: DefaultsStore?
   private let handler: @Sendable (Value) -> Void
   private let state = Locked(State())
 
-  init(
-    decode: @escaping @Sendable (PropertyListValue?) -> Value,
-    handler: @escaping @Sendable (Value) -> Void
-  ) {
-    self.decode = decode
+  /// An observer of `key` in `store`'s suite; ``start(initial:)`` registers it. (Stored fields, not closures: an
+  /// app can hold many observers, and each closure context would be one more allocation.)
+  init(store: DefaultsStore, key: DefaultsKey<Value>, handler: @escaping @Sendable (Value) -> Void) {
+    self.hub = store.hub
+    self.key = key
+    self.store = store
     self.handler = handler
   }
 
+  /// Registers with the hub: from now on the key's changes arrive; the current value first when `initial`.
+  func start(initial: Bool) {
+    hub.add(self, forKey: key.name, initial: initial)
+  }
+
+  /// Ends the observation: no handler call starts after this returns.
   func cancel() {
     state.withLock { $0.cancelled = true }
+    hub.remove(self, forKey: key.name)
   }
 
   func receive(_ stored: PropertyListValue?, version: UInt64, notify: Bool) {
@@ -72,6 +83,19 @@ final class KeyObserver<Value: DefaultsValue>: ChangeReceiver {
         return !isSameStoredValue(last, value)
       }
       if next.notify && isNew { handler(value) }
+    }
+  }
+}
+
+extension KeyObserver {
+  /// The stored value as `Value`: the key's default when absent or of another type (reported to the store).
+  fileprivate func decode(_ stored: PropertyListValue?) -> Value {
+    guard let stored else { return key.defaultValue }
+    switch DefaultsStore.decode(stored, for: key) {
+    case .success(let value): return value
+    case .failure(let issue):
+      store?.report(issue)
+      return key.defaultValue
     }
   }
 }
