@@ -225,7 +225,7 @@ public final class DefaultsStore: Sendable {
     }
     hub.save()
     if let file = hub.file {
-      file.withLock { _ = try? FileManager.default.removeItem(atPath: file.path) }
+      FileAccess.lock.withLock { _ in file.withLock { _ = try? FileManager.default.removeItem(atPath: file.path) } }
       try? FileManager.default.removeItem(atPath: file.lockPath)
     }
   }

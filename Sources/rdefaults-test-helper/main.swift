@@ -6,6 +6,7 @@
 //   rdefaults-test-helper write DOMAIN KEY INT    write, print the write's time (ns since boot), exit
 //   rdefaults-test-helper exit DOMAIN KEY INT     write, exit at once (the save at exit must keep it)
 //   rdefaults-test-helper fds DOMAIN KEY INT      print descriptor counts before, during and after observing
+//   rdefaults-test-helper sweep DOMAIN OTHER      write k=1 to both, print "written", flush DOMAIN only, print "flushed"
 import Dispatch
 import Foundation
 import ReactiveDefaults
@@ -17,6 +18,20 @@ import ReactiveDefaults
 #endif
 
 let arguments = CommandLine.arguments
+if arguments.count == 4, arguments[1] == "sweep" {
+  // corelibs' synchronize() of DOMAIN also writes OTHER, which has an unsaved change: the flush must wait for
+  // OTHER's lock as well.
+  guard let saved = DefaultsStore(suiteName: arguments[2]), let other = DefaultsStore(suiteName: arguments[3]) else {
+    exit(64)
+  }
+  let key = DefaultsKey<Int>("k", default: 0)
+  other[key] = 1
+  saved[key] = 1
+  FileHandle.standardOutput.write(Data("written\n".utf8))
+  saved.flush()
+  FileHandle.standardOutput.write(Data("flushed\n".utf8))
+  exit(0)
+}
 guard arguments.count == 5, let store = DefaultsStore(suiteName: arguments[2]), let value = Int(arguments[4]) else {
   FileHandle.standardError.write(
     Data("usage: rdefaults-test-helper flush|noflush|exit|write|fds DOMAIN KEY INT\n".utf8))

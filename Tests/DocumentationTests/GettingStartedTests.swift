@@ -1,7 +1,7 @@
 // The snippets of the Getting Started article, compiled and run. `snippetsMatchTheArticle` checks that every
 // Swift block of the article stands in this file word for word, so neither can change without the other.
 import Foundation
-import ReactiveDefaults
+@_spi(Tools) import ReactiveDefaults
 import Testing
 
 // Snippet: Declare your keys
@@ -13,11 +13,10 @@ extension DefaultsKeys {
 
 enum Theme: String, DefaultsValue { case light, dark, system }
 
+/// Removes a suite through the library: a plain `removePersistentDomain` would `synchronize()`, which on Linux
+/// writes every suite of this process (the other tests' too) without the library's locks and checks.
 private func removeSuite(_ name: String) {
-  UserDefaults(suiteName: name)?.removePersistentDomain(forName: name)
-  let environment = ProcessInfo.processInfo.environment
-  let folder = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? NSHomeDirectory() + "/.config"
-  for suffix in [".plist", ".plist.lock"] { try? FileManager.default.removeItem(atPath: folder + "/" + name + suffix) }
+  DefaultsStore(suiteName: name)?.removeSuite()
 }
 
 @Suite(.serialized) struct GettingStartedTests {

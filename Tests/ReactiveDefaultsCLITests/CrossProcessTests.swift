@@ -45,6 +45,63 @@ private func waitFor(_ condition: @escaping @Sendable () -> Bool, signal: Dispat
     }
   }
 
+  /// While the other process writes, this one saves every 2 ms, so its saves merge the other process's change
+  /// before its watcher reacts to it. Then it stops saving: the change must still reach the observer (a save that
+  /// merged a foreign change must not pass for a save of our own, after which reloading looks pointless).
+  @Test func anotherProcessesWriteMergedByOurSaveStillReachesTheObserver() async throws {
+    try await withSuite { name, store in
+      let theirs = DefaultsKey<Int>("theirs", default: 0)
+      let ours = DefaultsKey<Int>("ours", default: 0)
+      let seen = Mutex<[Int]>([])
+      let signal = DispatchSemaphore(value: 0)
+      let token = store.property(theirs).observe { value in
+        seen.withLock { $0.append(value) }
+        signal.signal()
+      }
+      let queue = DispatchQueue(label: "saver")
+      let saving = Atomic<Bool>(false)
+      let count = Atomic<Int>(0)
+      for value in 1...8 {
+        saving.store(true, ordering: .relaxed)
+        let saver = DispatchSource.makeTimerSource(queue: queue)
+        saver.schedule(deadline: .now(), repeating: .milliseconds(2))
+        saver.setEventHandler {
+          guard saving.load(ordering: .relaxed) else { return }
+          store[ours] = count.add(1, ordering: .relaxed).newValue
+          store.flush()
+        }
+        saver.resume()
+        let result = try await runTool(["write", name, "theirs", "-int", "\(value)"], config: processConfigFolder)
+        #expect(result.status == 0)
+        saving.store(false, ordering: .relaxed)
+        saver.cancel()
+        _ = try await offThePool { queue.sync {} }
+        let arrived = await waitFor({ seen.withLock { $0.last == value } }, signal: signal)
+        #expect(arrived, "\(value) never reached the observer; it saw \(seen.withLock { $0 })")
+      }
+      token.cancel()
+    }
+  }
+
+  /// corelibs' `synchronize()` of one suite also writes every other suite of the process with unsaved changes: a
+  /// save must hold those suites' locks too, or it would write their files while another process saves them. Here
+  /// this process holds the other suite's lock (as a saving process would) while a child saves the first suite.
+  @Test func aSaveOfOneSuiteWaitsForTheLocksOfTheOtherSuitesItWrites() async throws {
+    let config = makeConfigFolder()
+    let descriptor = open(config + "/other.plist.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+    try #require(descriptor >= 0 && flock(descriptor, LOCK_EX) == 0)
+    defer { close(descriptor) }
+    let child = try RunningTool(["sweep", "saved", "other"], config: config, tool: "rdefaults-test-helper")
+    #expect(await child.lines.wait { $0 == ["written"] })
+    // While the lock is held, the child's save waits, and has written nothing of the other suite.
+    #expect(await child.lines.wait(timeout: 0.3) { $0.contains("flushed") } == false)
+    #expect(!FileManager.default.fileExists(atPath: config + "/other.plist"))
+    flock(descriptor, LOCK_UN)
+    #expect(await child.lines.wait { $0.contains("flushed") })
+    #expect(try await runTool(["read", "other", "k"], config: config).output == "1\n")
+    await child.kill(SIGKILL)
+  }
+
   @Test func aFlushedWriteSurvivesSigkill() async throws {
     let config = makeConfigFolder()
     let helper = try RunningTool(["flush", "dom", "k", "7"], config: config, tool: "rdefaults-test-helper")

@@ -65,19 +65,20 @@ final class ChangeHub: Sendable {
   nonisolated(unsafe) let defaults: UserDefaults
   /// The suite's name when the hub was made for a name (its plist lives under that name).
   let suiteName: String?
-  /// The suite's plist and lock file, when known (Linux: a named suite, or `UserDefaults.standard`).
-  let file: SuiteFile?
+  /// The suite's plist and lock file and what this process knows of them, when known (Linux: a named suite, or
+  /// `UserDefaults.standard`).
+  let record: SuiteFileRecord?
+  /// The suite's plist and lock file, when known.
+  var file: SuiteFile? { record?.file }
   /// How long after a write its coalesced save runs: well inside the promised 100 ms.
   static let saveDelay: DispatchTimeInterval = .milliseconds(50)
   /// Distinct keys written since the last save that trigger a save at once: corelibs' cost of adding a key grows
   /// with the number of unsaved keys, and a save costs O(keys in the file). Saving every √(file size in bytes)
   /// keys (at least 256) balances the two: measured 8,000 new keys in 0.55 s instead of 3.0 s without saves.
   static let minimumUnsavedKeysBeforeSave = 256
-  /// The size of the suite's file after the last save or reload.
-  private let savedFileSize = Atomic<Int>(0)
-
   private var maximumUnsavedKeys: Int {
-    max(Self.minimumUnsavedKeysBeforeSave, Int(Double(savedFileSize.load(ordering: .relaxed)).squareRoot()))
+    max(
+      Self.minimumUnsavedKeysBeforeSave, Int(Double(record?.savedFileSize.load(ordering: .relaxed) ?? 0).squareRoot()))
   }
   private let saveScheduled = Atomic<Bool>(false)
   private let reloadScheduled = Atomic<Bool>(false)
@@ -85,15 +86,6 @@ final class ChangeHub: Sendable {
     private let watch = Locked<FolderWatcher.Subscription?>(nil)
   #endif
 
-  private struct FileIssues {
-    /// The file's stamp when last found readable or reported: the same file is not checked twice.
-    var checked: SuiteFile.Stamp?
-    /// What was found so far, replayed to each store that sets an issue handler.
-    var found: [DefaultsError] = []
-    var listeners: [ObjectIdentifier: @Sendable (DefaultsError) -> Void] = [:]
-  }
-
-  private let fileIssues = Locked(FileIssues())
   private let state = Locked(State())
   /// The thread inside `write` right now (0: none), so that Apple's synchronous `didChangeNotification` for our
   /// own write does not schedule a refresh.
@@ -106,20 +98,26 @@ final class ChangeHub: Sendable {
     self.suiteName = suiteName
     #if os(Linux)
       if let suiteName {
-        file = SuiteFile(suiteName: suiteName)
+        record = SuiteFileRecord(file: SuiteFile(suiteName: suiteName))
       } else if defaults === UserDefaults.standard {
-        file = SuiteFile(suiteName: SuiteFile.standardDomainName)
+        record = SuiteFileRecord(file: SuiteFile(suiteName: SuiteFile.standardDomainName))
       } else {
-        file = nil
+        record = nil
       }
     #else
       // Apple's preferences daemon owns the files: no path of ours, no lock, no watching.
-      file = nil
+      record = nil
     #endif
-    // Before corelibs reads the file, and long before a save could replace it: is it readable?
-    // Under the suite's lock, like every save: a file another process is writing is never judged half-written.
-    // (No file, nothing to check: the lock file is not made for suites that are only read.)
-    if let file, file.stamp() != nil { announce(file.withLock { checkFile() }) }
+    if let record {
+      let check = FileAccess.lock.withLock { _ in
+        // Known to every save from now on: a save of any suite writes this one too once it has unsaved changes.
+        FileAccess.register(record)
+        // Before corelibs reads the file, and long before a save could replace it: is it readable? Under the
+        // suite's lock, like every save: a file another process is writing is never judged half-written.
+        return record.file.stamp() == nil ? SuiteFileRecord.Check() : record.file.withLock { record.check() }
+      }
+      record.announce(check.issue)
+    }
     // corelibs answers stale reads on a cold suite used from several threads at once: warm it up here.
     _ = defaults.object(forKey: "ReactiveDefaults.warmUp")
     let token = NotificationCenter.default.addObserver(
@@ -132,6 +130,7 @@ final class ChangeHub: Sendable {
 
   deinit {
     if state.withLock({ !$0.unsavedKeys.isEmpty }) { save() }
+    if let record { FileAccess.unregister(record) }
     if let token = notificationToken.withLock({ $0 }) {
       NotificationCenter.default.removeObserver(token.observer)
     }
@@ -176,38 +175,27 @@ final class ChangeHub: Sendable {
 
   // MARK: Saving and reloading
 
-  /// Saves now, holding the suite's file lock: pending writes reach disk, merged with what other processes
-  /// saved.
+  /// Saves now: pending writes reach disk, merged with what other processes saved.
   func save() {
-    state.withLock { $0.unsavedKeys.removeAll() }
-    SaveOnExit.remove(self)
-    if let file {
-      let issue = file.withLock {
-        let issue = checkFile()
-        _ = defaults.synchronize()
-        return issue
-      }
-      rememberFileStamp()
-      announce(issue)
-    } else {
-      _ = defaults.synchronize()
-    }
+    clearUnsavedKeys()
+    // Even without a file of our own (an instance whose suite is not known): the synchronize writes the others.
+    let check = FileAccess.synchronize(record) { _ = defaults.synchronize() }
+    // The save merged another process's changes into memory: tell the observers.
+    if check.changedElsewhere { refresh() }
   }
 
-  /// Reloads the suite from disk (under the file lock) and notifies the observers of keys that changed.
+  /// Reloads the suite from disk and notifies the observers of keys that changed.
   func reload() {
-    guard let file else {
+    guard let record else {
       save()
       return refresh()
     }
     // The file is as this process last saved or read it (the event was our own save): nothing to reload. Without
     // this, every save of a large domain paid for a reload and a refresh of every observed key.
-    if let stamp = file.stamp(), fileIssues.withLock({ $0.checked == stamp }) { return }
-    state.withLock { $0.unsavedKeys.removeAll() }
-    SaveOnExit.remove(self)
-    let issue = file.withLock { () -> DefaultsError? in
-      let issue = checkFile()
-      defer { rememberFileStamp() }
+    if record.isSynced { return }
+    clearUnsavedKeys()
+    let file = record.file
+    _ = FileAccess.synchronize(record) {
       let writesBefore = state.withLock { $0.writeCount }
       _ = defaults.synchronize()
       // corelibs merges what it loads into memory: a key another process removed would stay here forever.
@@ -224,67 +212,33 @@ final class ChangeHub: Sendable {
       } else {
         onDisk = nil
       }
-      guard let onDisk, let inMemory = defaults.persistentDomain(forName: file.domainName) else { return issue }
+      guard let onDisk, let inMemory = defaults.persistentDomain(forName: file.domainName) else { return }
       state.withLock { state in
         guard state.writeCount == writesBefore else { return }
         for key in inMemory.keys where !onDisk.contains(key) { defaults.removeObject(forKey: key) }
       }
-      return issue
     }
-    announce(issue)
     refresh()
   }
 
-  // MARK: Unreadable files
-
-  /// Checks the suite's file if it changed since the last check; an unreadable one is copied beside the plist (moved,
-  /// when corelibs could crash on it) and recorded, so that no save destroys it silently. Call it holding the
-  /// suite's lock. Returns the problem, for ``announce(_:)`` once every
-  /// lock is released.
-  private func checkFile() -> DefaultsError? {
-    guard let file else { return nil }
-    let stamp = file.stamp()
-    let isKnown = fileIssues.withLock { $0.checked == stamp }
-    guard !isKnown, stamp != nil else { return nil }
-    var issue: DefaultsError?
-    if let problem = file.problem() {
-      let keep = problem.reason != "is empty" && problem.reason != "is a folder, not a file"
-      issue = .unreadableFile(
-        path: file.path, reason: problem.reason,
-        backup: keep ? file.keepAside(moving: problem.endangersReaders) : nil)
-    }
-    fileIssues.withLock { issues in
-      issues.checked = stamp
-      if let issue { issues.found = Array((issues.found + [issue]).suffix(16)) }
-    }
-    return issue
+  /// The pending writes are about to be saved: the coalesced save and the save at exit are no longer needed.
+  private func clearUnsavedKeys() {
+    state.withLock { $0.unsavedKeys.removeAll() }
+    SaveOnExit.remove(self)
   }
 
-  /// Tells every store's issue handler about a file problem.
-  private func announce(_ issue: DefaultsError?) {
-    guard let issue else { return }
-    for listener in fileIssues.withLock({ Array($0.listeners.values) }) { listener(issue) }
-  }
-
-  /// After our own save the file is readable by construction: remember it as checked.
-  private func rememberFileStamp() {
-    guard let stamp = file?.stamp() else { return }
-    savedFileSize.store(Int(stamp.size), ordering: .relaxed)
-    fileIssues.withLock { $0.checked = stamp }
-  }
-
-  /// Registers a store's issue handler; returns the file problems found so far, to replay.
+  /// Registers a store's issue handler for file problems.
   func addIssueListener(_ id: ObjectIdentifier, _ listener: @escaping @Sendable (DefaultsError) -> Void) {
-    fileIssues.withLock { $0.listeners[id] = listener }
+    record?.addIssueListener(id, listener)
   }
 
   func removeIssueListener(_ id: ObjectIdentifier) {
-    _ = fileIssues.withLock { $0.listeners.removeValue(forKey: id) }
+    record?.removeIssueListener(id)
   }
 
   /// The file problems found so far (most recent last, at most 16).
   var foundFileIssues: [DefaultsError] {
-    fileIssues.withLock { $0.found }
+    record?.foundIssues ?? []
   }
 
   /// Schedules the coalesced save for the first unsaved write, and the save at exit.

@@ -90,6 +90,19 @@ struct SuiteFile: Sendable {
     return nil
   }
 
+  /// ``problem()``, asked again up to twice, 50 ms apart, while the file looks unreadable: a writer that takes no
+  /// lock (plain `UserDefaults` in this or another process, whose `synchronize()` writes every suite with unsaved
+  /// changes) may be halfway through it. corelibs does the same when it reads a file (3 times, 150 ms apart).
+  func settledProblem() -> Problem? {
+    var problem = problem()
+    for _ in 0..<2 {
+      guard let current = problem, current.reason != "is a folder, not a file" else { break }
+      usleep(50_000)
+      problem = self.problem()
+    }
+    return problem
+  }
+
   /// Keeps the file's contents as `<suite>.plist.corrupt-<UTC timestamp>` beside it: a copy, or (`moving`) the
   /// file itself, so that corelibs never parses it. Returns the new path, or nil.
   func keepAside(moving: Bool) -> String? {
@@ -105,6 +118,19 @@ struct SuiteFile: Sendable {
       return (try? FileManager.default.copyItem(atPath: path, toPath: candidate)) != nil ? candidate : nil
     }
     return nil
+  }
+
+  /// Runs `body` holding the locks of several suites, taken in the order of their paths (each once), so that
+  /// processes locking overlapping sets never wait on each other in a cycle.
+  static func withLocks<T>(_ files: [SuiteFile], _ body: () throws -> T) rethrows -> T {
+    var seen = Set<String>()
+    let ordered = files.filter { seen.insert($0.lockPath).inserted }.sorted { $0.lockPath < $1.lockPath }
+    return try withLocks(ordered[...], body)
+  }
+
+  private static func withLocks<T>(_ files: ArraySlice<SuiteFile>, _ body: () throws -> T) rethrows -> T {
+    guard let first = files.first else { return try body() }
+    return try first.withLock { try withLocks(files.dropFirst(), body) }
   }
 
   /// Runs `body` holding an exclusive `flock` on the sidecar lock file beside the plist, so that saves and
