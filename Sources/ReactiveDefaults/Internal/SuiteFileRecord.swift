@@ -113,9 +113,9 @@ enum FileAccess {
 
   /// Runs `synchronize` holding ``lock`` and the locks of `own` (a suite whose file is not known has none) and of
   /// every other live suite, each file checked first (a suite that has no file yet is locked too: a write to it may
-  /// land just before the synchronize, which would then create its file). `own` is then marked synced, as is every
-  /// other one that no other process changed (one that was changed is left for its own hub to reload). Announces the
-  /// problems found, outside every lock, and returns `own`'s check.
+  /// land just before the synchronize, which would then create its file). `own` is then marked synced. The others
+  /// are not: a file corelibs wrote for them, or that a writer taking no lock wrote meanwhile, must be checked again
+  /// and reloaded by their own hubs. Announces the problems found, outside every lock, and returns `own`'s check.
   static func synchronize(_ own: SuiteFileRecord?, _ synchronize: () -> Void) -> SuiteFileRecord.Check {
     let (others, ownCheck, otherChecks) = lock.withLock { _ in
       let others = records.withLock { Array($0.values) }.filter { $0 !== own }
@@ -126,7 +126,6 @@ enum FileAccess {
         let otherChecks = others.map { $0.check() }
         synchronize()
         own?.markSynced()
-        for (other, check) in zip(others, otherChecks) where !check.changedElsewhere { other.markSynced() }
         return (others, ownCheck, otherChecks)
       }
     }
