@@ -3,6 +3,10 @@ import Testing
 
 @testable import ReactiveDefaults
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// A suite whose plist file is put in place before any store over it exists.
 private func withPreparedSuite(
   _ prepare: (String) throws -> Void, _ body: (DefaultsStore, Recorder<DefaultsError>, String) async throws -> Void
@@ -85,6 +89,35 @@ private func backups(of path: String) -> [String] {
       #expect(FileManager.default.contents(atPath: backup) == fuzzerFinding)
     }
   }
+
+  #if os(Linux)
+    /// A writer that takes no lock is halfway through the file (here: it is empty) when the library first looks at
+    /// it, and done a moment later: the library looks again before it reports anything.
+    @Test func aFileBeingWrittenWithoutTheLockIsNotReported() async throws {
+      let finished = DispatchSemaphore(value: 0)
+      try await withPreparedSuite({ path in
+        _ = FileManager.default.createFile(atPath: path, contents: Data())
+        let watch = inotify_init1(Int32(IN_CLOEXEC))
+        try #require(watch >= 0 && inotify_add_watch(watch, path, UInt32(IN_OPEN)) >= 0)
+        let finalContents = try PropertyListSerialization.data(
+          fromPropertyList: ["count": 7], format: .xml, options: 0)
+        Thread {
+          defer {
+            close(watch)
+            finished.signal()
+          }
+          // The library's first look opens the file: the writer finishes right then, replacing it at once.
+          var descriptor = pollfd(fd: watch, events: Int16(POLLIN), revents: 0)
+          guard poll(&descriptor, 1, 10_000) == 1 else { return }
+          try? finalContents.write(to: URL(fileURLWithPath: path), options: .atomic)
+        }.start()
+      }) { store, issues, _ in
+        #expect(finished.wait(timeout: .now() + 30) == .success)
+        #expect(store[.count] == 7)
+        #expect(issues.values.isEmpty, "\(issues.values)")
+      }
+    }
+  #endif
 
   @Test func anEmptyFileIsReportedAndReadsDefaults() async throws {
     try await withPreparedSuite({ _ = FileManager.default.createFile(atPath: $0, contents: Data()) }) {
