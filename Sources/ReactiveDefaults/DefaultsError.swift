@@ -27,9 +27,20 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
   /// - Parameters:
   ///   - path: The plist file.
   ///   - reason: What is wrong with it.
-  ///   - backup: Where its contents are kept (`<suite>.plist.corrupt-<timestamp>` beside it), or nil when there
-  ///     was nothing to keep (an empty file, a folder).
+  ///   - backup: Where its contents are kept (`<suite>.plist.corrupt-<hash of the content>` beside it: one backup
+  ///     per distinct content), or nil when there was nothing to keep or the library leaves the path alone (an
+  ///     empty file, a folder, a FIFO, a symbolic link).
   case unreadableFile(path: String, reason: String, backup: String?)
+
+  /// Saving the suite's file failed; the file on disk is as it was before the attempt, and the unsaved writes stay
+  /// pending: the next save (the next write's, ``DefaultsStore/save()``, ``DefaultsStore/flush()`` or the save at
+  /// exit) tries them again.
+  ///
+  /// - Parameters:
+  ///   - path: The plist file.
+  ///   - reason: What failed, with the system's reason (no space left, read-only file system, file name too
+  ///     long, not a directory, too many open files, a symbolic link left alone, ...).
+  case saveFailed(path: String, reason: String)
 
   /// A readable explanation, with what to do about it.
   public var description: String {
@@ -44,6 +55,9 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
     case .unreadableFile(let path, let reason, let backup):
       "The preferences file \(path) \(reason); its keys read as their defaults."
         + (backup.map { " Its contents were kept in \($0)." } ?? "")
+    case .saveFailed(let path, let reason):
+      "Could not save \(path): \(reason). The file was left as it was; the unsaved values are kept and tried "
+        + "again at the next save."
     }
   }
 }

@@ -173,13 +173,28 @@ public final class DefaultsStore: Sendable {
     hub.refresh()
   }
 
-  /// Saves pending writes to disk now.
+  /// Saves pending writes to disk now; a failure goes to ``issueHandler`` (use ``save()`` to handle it here).
   ///
   /// Writes are saved on their own at most 100 ms later (and at normal exit) anyway; `flush()` is for when
   /// the process may be killed right after the write. On Linux the save holds an advisory lock on
-  /// `<suite>.plist.lock`, so processes using the library never lose each other's keys.
+  /// `<suite>.plist.lock`, so processes using the library never lose each other's keys, and replaces the file
+  /// atomically: whenever the process dies, the file holds every key of the last completed save. (A plain
+  /// `UserDefaults.synchronize()` rewrites the file in place, as corelibs does: prefer `flush()`.)
   public func flush() {
-    hub.save()
+    hub.saveReportingFailure()
+  }
+
+  /// Saves pending writes to disk now, or throws why it could not.
+  ///
+  /// ```swift
+  /// do { try store.save() } catch { showAlert("Settings could not be saved: \(error)") }
+  /// ```
+  ///
+  /// - Throws: ``DefaultsError/saveFailed(path:reason:)`` when the file could not be written (no space left, a
+  ///   read-only folder, a name too long for the file system, …). The file is then as it was, and the writes stay
+  ///   pending: the next save tries them again.
+  public func save() throws(DefaultsError) {
+    try hub.save()
   }
 
   // MARK: Properties
@@ -203,7 +218,7 @@ public final class DefaultsStore: Sendable {
       guard let file = hub.file else { return nil }
       let hub = hub
       let subscription = FolderWatcher.subscribe(folder: file.folder, fileName: file.fileName) {
-        hub.save()
+        hub.reload()
         onChange()
       }
       guard let subscription else { return nil }
@@ -219,14 +234,33 @@ public final class DefaultsStore: Sendable {
   }
 
   /// Removes the whole suite: every key (observers are told) and its plist file.
-  @_spi(Tools) public func removeSuite() {
+  ///
+  /// - Throws: ``DefaultsError/saveFailed(path:reason:)`` when the file could not be removed.
+  @_spi(Tools) public func removeSuite() throws(DefaultsError) {
     if let name = suiteName, let persistent = userDefaults.persistentDomain(forName: name) {
       for key in persistent.keys { hub.write(.remove, forKey: key) }
     }
-    hub.save()
-    if let file = hub.file {
-      FileAccess.lock.withLock { _ in file.withLock { _ = try? FileManager.default.removeItem(atPath: file.path) } }
-      try? FileManager.default.removeItem(atPath: file.lockPath)
+    // An empty domain is saved as no file at all, as corelibs does.
+    try hub.save()
+  }
+
+  /// The largest preferences file the library reads, imports or backs up: 64 MiB.
+  @_spi(Tools) public static var maximumFileSize: Int { SuiteFile.maximumSize }
+
+  /// The domain a property list holds, read as carefully as a suite file: binary plists through the library's
+  /// strict reader (no crash on malformed input, nesting and expansion limited), at most ``maximumFileSize``.
+  ///
+  /// - Throws: ``DefaultsError/unreadableFile(path:reason:backup:)`` (with an empty path) saying what is wrong.
+  @_spi(Tools) public static func domain(fromPropertyList data: Data) throws(DefaultsError)
+    -> [String: PropertyListValue]
+  {
+    guard data.count <= SuiteFile.maximumSize else {
+      throw .unreadableFile(path: "", reason: SuiteFileProblem.tooLarge(Int64(data.count)).reason, backup: nil)
+    }
+    do {
+      return try SuiteFile.parseDomain(data)
+    } catch {
+      throw .unreadableFile(path: "", reason: error.reason, backup: nil)
     }
   }
 

@@ -14,15 +14,33 @@ enum Commands {
 
   // MARK: Domains
 
-  static func openStore(_ domain: String, command: String) throws -> DefaultsStore {
+  /// Opens a domain's store. Its file was checked on opening: an unreadable file fails a command that reads it
+  /// (`reading: true`), and is a warning for one that replaces it (the library keeps a backup first).
+  static func openStore(_ domain: String, command: String, reading: Bool) throws -> DefaultsStore {
     guard DefaultsStore.isValidSuiteName(domain), let store = DefaultsStore(suiteName: domain) else {
       throw Failure(
         message: "invalid domain name '\(domain)'.",
         hint: "A domain name is not empty and contains no '/' or '..'. "
           + "Usage: \(Help.usageLines[command] ?? "")", code: .usage)
     }
-    store.flush()  // reload from disk, under the suite's lock
+    let issues = Mutex<[DefaultsError]>([])
+    store.issueHandler = { issue in issues.withLock { $0.append(issue) } }
+    for issue in issues.withLock({ $0 }) {
+      guard case .unreadableFile = issue else { continue }
+      if reading { throw Failure(message: "\(issue)", hint: nil, code: .failure) }
+      RDefaults.printError("Warning: \(issue)")
+    }
+    store.issueHandler = { issue in RDefaults.printError("Warning: \(issue)") }
     return store
+  }
+
+  /// Saves the store now; a failure is the command's failure.
+  static func save(_ store: DefaultsStore) throws {
+    do {
+      try store.save()
+    } catch {
+      throw Failure(message: "\(error)", hint: "Check the free space and the permissions of the folder.", code: .failure)
+    }
   }
 
   static func exists(_ store: DefaultsStore) -> Bool {
@@ -59,15 +77,15 @@ enum Commands {
     switch arguments.count {
     case 0:
       for name in domainNames() {
-        let store = try openStore(name, command: "read")
+        let store = try openStore(name, command: "read", reading: true)
         RDefaults.printOut(name + " = " + Formatting.listing(.dictionary(contents(store))))
       }
     case 1:
-      let store = try openStore(arguments[0], command: "read")
+      let store = try openStore(arguments[0], command: "read", reading: true)
       guard exists(store) else { throw missingDomain(arguments[0]) }
       RDefaults.printOut(Formatting.listing(.dictionary(contents(store))))
     case 2:
-      let store = try openStore(arguments[0], command: "read")
+      let store = try openStore(arguments[0], command: "read", reading: true)
       guard exists(store) else { throw missingDomain(arguments[0]) }
       guard let value = contents(store)[arguments[1]] else {
         throw Failure(
@@ -86,7 +104,7 @@ enum Commands {
     guard arguments.count >= 3 else {
       throw RDefaults.usage("'write' needs a domain, a key and a value.", command: "write")
     }
-    let store = try openStore(arguments[0], command: "write")
+    let store = try openStore(arguments[0], command: "write", reading: false)
     let key = arguments[1]
     guard !key.isEmpty else { throw RDefaults.usage("the key name is empty.", command: "write") }
     let value = try parseValue(Array(arguments.dropFirst(2)))
@@ -95,7 +113,7 @@ enum Commands {
     } catch {
       throw Failure(message: "\(error)", hint: nil, code: .failure)
     }
-    store.flush()
+    try save(store)
   }
 
   static func parseValue(_ words: [String]) throws -> PropertyListValue {
@@ -176,22 +194,24 @@ enum Commands {
     guard (1...2).contains(arguments.count) else {
       throw RDefaults.usage("'delete' takes a domain and at most one key.", command: "delete")
     }
-    let store = try openStore(arguments[0], command: "delete")
+    let store = try openStore(arguments[0], command: "delete", reading: false)
     guard exists(store) else { throw missingDomain(arguments[0]) }
-    guard arguments.count == 2 else { return store.removeSuite() }
+    guard arguments.count == 2 else {
+      do { return try store.removeSuite() } catch { throw Failure(message: "\(error)", hint: nil, code: .failure) }
+    }
     guard contents(store)[arguments[1]] != nil else {
       throw Failure(
         message: "key '\(arguments[1])' does not exist in domain '\(arguments[0])'.", hint: nil, code: .failure)
     }
     store.reset(DefaultsKey<PropertyListValue?>(arguments[1]))
-    store.flush()
+    try save(store)
   }
 
   // MARK: Export and import
 
   static func export(_ arguments: [String]) throws {
     guard arguments.count == 2 else { throw RDefaults.usage("'export' needs a domain and a file.", command: "export") }
-    let store = try openStore(arguments[0], command: "export")
+    let store = try openStore(arguments[0], command: "export", reading: true)
     guard exists(store) else { throw missingDomain(arguments[0]) }
     let domain = store.userDefaults.persistentDomain(forName: arguments[0]) ?? [:]
     let data = try PropertyListSerialization.data(fromPropertyList: domain, format: .xml, options: 0)
@@ -207,26 +227,28 @@ enum Commands {
 
   static func `import`(_ arguments: [String]) throws {
     guard arguments.count == 2 else { throw RDefaults.usage("'import' needs a domain and a file.", command: "import") }
-    let store = try openStore(arguments[0], command: "import")
+    let store = try openStore(arguments[0], command: "import", reading: false)
     let data: Data
     if arguments[1] == "-" {
-      data = FileHandle.standardInput.readDataToEndOfFile()
+      data = FileHandle.standardInput.readData(ofLength: DefaultsStore.maximumFileSize + 1)
     } else {
       guard let contents = FileManager.default.contents(atPath: arguments[1]) else {
         throw Failure(message: "cannot read '\(arguments[1])'.", hint: "Check the path.", code: .failure)
       }
       data = contents
     }
-    let root = try? PropertyListSerialization.propertyList(from: data, format: nil)
-    guard let root, case .dictionary(let entries)? = PropertyListValue(foundationObject: root) else {
+    let entries: [String: PropertyListValue]
+    do {
+      entries = try DefaultsStore.domain(fromPropertyList: data)
+    } catch {
       throw Failure(
-        message: "'\(arguments[1])' is not a property list whose root is a dictionary.",
+        message: "'\(arguments[1])' cannot be imported: \(error)",
         hint: "Export a domain with 'rdefaults export DOMAIN FILE' to see the expected form.", code: .failure)
     }
     for (key, value) in entries where !key.isEmpty {
       store[DefaultsKey<PropertyListValue?>(key)] = value
     }
-    store.flush()
+    try save(store)
   }
 
   // MARK: Watch
@@ -240,7 +262,7 @@ enum Commands {
     if let option = words.first(where: { $0.hasPrefix("-") }) {
       throw RDefaults.usage("unknown option '\(option)'.", command: "watch")
     }
-    let store = try openStore(domain, command: "watch")
+    let store = try openStore(domain, command: "watch", reading: true)
     let keys = Array(words.dropFirst())
     let print: @Sendable (String, PropertyListValue?) -> Void = { key, value in
       if json {

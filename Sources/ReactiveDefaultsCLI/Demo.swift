@@ -12,7 +12,7 @@ enum Demo {
       throw RDefaults.Failure(message: "cannot open a scratch domain.", hint: nil, code: .failure)
     }
     defer {
-      store.removeSuite()
+      do { try store.removeSuite() } catch { RDefaults.printError("Warning: \(error)") }
       say("\n5. Removed the scratch domain '\(domain)'. Try 'rdefaults watch DOMAIN' next.")
     }
     let volume = DefaultsKey<Double>("volume", default: 0.5)

@@ -16,7 +16,7 @@ enum Theme: String, DefaultsValue { case light, dark, system }
 /// Removes a suite through the library: a plain `removePersistentDomain` would `synchronize()`, which on Linux
 /// writes every suite of this process (the other tests' too) without the library's locks and checks.
 private func removeSuite(_ name: String) {
-  DefaultsStore(suiteName: name)?.removeSuite()
+  try? DefaultsStore(suiteName: name)?.removeSuite()
 }
 
 @Suite(.serialized) struct GettingStartedTests {

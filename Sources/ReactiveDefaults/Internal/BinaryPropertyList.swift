@@ -6,6 +6,8 @@ indirect enum ArchiveNode: Equatable {
   case bool(Bool)
   case integer(Int128)
   case real(Double)
+  /// A `<date>`: seconds since 2001-01-01 (only suite files hold them; an archive's dates are reals).
+  case date(Double)
   case string(String)
   case data(Data)
   case reference(Int)
@@ -16,17 +18,33 @@ indirect enum ArchiveNode: Equatable {
 /// A strict reader of binary property lists (`bplist00`), for data that may be anything.
 ///
 /// corelibs' `PropertyListSerialization` crashes (SIGSEGV while bridging) on some malformed binary plists, for
-/// example one holding a set; it was found by the fuzzer. This reader accepts the types keyed archives use,
-/// checks every offset, length, reference and nesting depth, and answers nil for anything else.
+/// example one holding a set; it was found by the fuzzer. This reader accepts the types keyed archives and
+/// suite files use, checks every offset, length, reference and nesting depth, and answers nil for anything else.
+///
+/// Two limits keep hostile files cheap: nesting deeper than ``maximumDepth`` (corelibs itself refuses 512 levels
+/// and reads 510, measured with Python-written files), and more than ``nodeBudget(forByteCount:)`` objects
+/// visited. A binary plist may reference one object from many places, so 300 bytes whose arrays each name one
+/// child twice, 22 levels deep, stand for 4 million objects: corelibs expands them all (every process that
+/// opens such a suite hangs); this reader gives up after its budget, in milliseconds.
 struct BinaryPropertyList {
   private let bytes: [UInt8]
   private let offsets: [Int]
   private let referenceSize: Int
 
+  /// The deepest nesting read, counting the root as level 1: the most corelibs reads.
+  static let maximumDepth = 511
+
+  /// How many objects a file of `count` bytes may expand to: far more than any real file (whose shared objects
+  /// are mostly strings and numbers), far fewer than a reference bomb.
+  static func nodeBudget(forByteCount count: Int) -> Int {
+    100_000 + 16 * count
+  }
+
   static func parse(_ data: Data) -> ArchiveNode? {
     guard let reader = BinaryPropertyList(data) else { return nil }
     var path = Set<Int>()
-    return reader.node(at: reader.top, depth: 0, path: &path)
+    var budget = nodeBudget(forByteCount: data.count)
+    return reader.node(at: reader.top, depth: 0, path: &path, budget: &budget)
   }
 
   private let top: Int
@@ -75,9 +93,12 @@ struct BinaryPropertyList {
     return (value, position + 2 + size)
   }
 
-  private func node(at index: Int, depth: Int, path: inout Set<Int>) -> ArchiveNode? {
-    // Deep or cyclic object graphs end here rather than in a stack overflow.
-    guard depth < 64, offsets.indices.contains(index), !path.contains(index) else { return nil }
+  private func node(at index: Int, depth: Int, path: inout Set<Int>, budget: inout Int) -> ArchiveNode? {
+    // Deep, cyclic or exploding object graphs end here rather than in a stack overflow or a hang.
+    budget -= 1
+    guard budget >= 0, depth < Self.maximumDepth, offsets.indices.contains(index), !path.contains(index) else {
+      return nil
+    }
     let position = offsets[index]
     let marker = bytes[position]
     switch marker >> 4 {
@@ -111,7 +132,7 @@ struct BinaryPropertyList {
       }
     case 0x3:
       guard marker == 0x33, let raw = Self.unsignedBits(bytes, at: position + 1, size: 8) else { return nil }
-      return .real(Double(bitPattern: raw))
+      return .date(Double(bitPattern: raw))
     case 0x4:
       guard let (count, start) = length(marker: marker, at: position), start + count <= bytes.count else { return nil }
       return .data(Data(bytes[start..<(start + count)]))
@@ -138,7 +159,7 @@ struct BinaryPropertyList {
       defer { path.remove(index) }
       for slot in 0..<references {
         guard let child = Self.unsigned(bytes, at: start + slot * referenceSize, size: referenceSize),
-          let value = node(at: child, depth: depth + 1, path: &path)
+          let value = node(at: child, depth: depth + 1, path: &path, budget: &budget)
         else { return nil }
         children.append(value)
       }

@@ -92,15 +92,16 @@ final class ChangeHub: Sendable {
   private let writingThread = Atomic<UInt>(0)
   private let refreshScheduled = Atomic<Bool>(false)
   private let notificationToken = Locked<NotificationToken?>(nil)
+  private let issueListeners = Locked<[ObjectIdentifier: @Sendable (DefaultsError) -> Void]>([:])
 
   init(defaults: UserDefaults, suiteName: String?) {
     self.defaults = defaults
     self.suiteName = suiteName
     #if os(Linux)
       if let suiteName {
-        record = SuiteFileRecord(file: SuiteFile(suiteName: suiteName))
+        record = SuiteFileRecord(file: SuiteFile(suiteName: suiteName), isStandardDomain: false)
       } else if defaults === UserDefaults.standard {
-        record = SuiteFileRecord(file: SuiteFile(suiteName: SuiteFile.standardDomainName))
+        record = SuiteFileRecord(file: SuiteFile(suiteName: SuiteFile.standardDomainName), isStandardDomain: true)
       } else {
         record = nil
       }
@@ -108,15 +109,10 @@ final class ChangeHub: Sendable {
       // Apple's preferences daemon owns the files: no path of ours, no lock, no watching.
       record = nil
     #endif
-    if let record {
-      let check = FileAccess.lock.withLock { _ in
-        // Known to every save from now on: a save of any suite writes this one too once it has unsaved changes.
-        FileAccess.register(record)
-        // Before corelibs reads the file, and long before a save could replace it: is it readable? Under the
-        // suite's lock, like every save: a file another process is writing is never judged half-written.
-        return record.file.stamp() == nil ? SuiteFileRecord.Check() : record.file.withLock { record.check() }
-      }
-      record.announce(check.issue)
+    // Before corelibs reads the file: complete a save a crash interrupted, and check the file (an unreadable one
+    // is kept aside before any save could replace it; one corelibs could crash or hang on is moved away).
+    if let record, record.file.stamp() != nil || FileManager.default.fileExists(atPath: record.file.journalPath) {
+      _ = record.open()  // a problem is kept in the record's found issues, replayed to each issue handler
     }
     // corelibs answers stale reads on a cold suite used from several threads at once: warm it up here.
     _ = defaults.object(forKey: "ReactiveDefaults.warmUp")
@@ -129,8 +125,7 @@ final class ChangeHub: Sendable {
   }
 
   deinit {
-    if state.withLock({ !$0.unsavedKeys.isEmpty }) { save() }
-    if let record { FileAccess.unregister(record) }
+    if state.withLock({ !$0.unsavedKeys.isEmpty }) { saveReportingFailure() }
     if let token = notificationToken.withLock({ $0 }) {
       NotificationCenter.default.removeObserver(token.observer)
     }
@@ -166,7 +161,7 @@ final class ChangeHub: Sendable {
       return (state.record(newValue, forKey: key), firstUnsaved, state.unsavedKeys.count >= maximumUnsavedKeys)
     }
     if mustSave {
-      save()
+      saveReportingFailure()
     } else if firstUnsaved {
       scheduleSave()
     }
@@ -175,65 +170,92 @@ final class ChangeHub: Sendable {
 
   // MARK: Saving and reloading
 
-  /// Saves now: pending writes reach disk, merged with what other processes saved.
-  func save() {
-    clearUnsavedKeys()
-    // Even without a file of our own (an instance whose suite is not known): the synchronize writes the others.
-    let check = FileAccess.synchronize(record) { _ = defaults.synchronize() }
-    // The save merged another process's changes into memory: tell the observers.
-    if check.changedElsewhere { refresh() }
+  /// Saves now: pending writes reach disk, merged with what other processes saved. On failure the file is as it
+  /// was and the writes stay pending for the next save.
+  func save() throws(DefaultsError) {
+    let keys = takeUnsavedKeys()
+    guard let record else {
+      // A `UserDefaults` whose suite is unknown: only corelibs can save it.
+      guard defaults.synchronize() else {
+        restoreUnsavedKeys(keys)
+        throw .saveFailed(path: "(unknown suite)", reason: "UserDefaults.synchronize() failed")
+      }
+      return
+    }
+    do {
+      let outcome = try record.save(defaults, keys: keys)
+      announce(outcome.issue)
+      // The save merged another process's changes into memory: tell the observers.
+      if outcome.changedElsewhere { refresh() }
+    } catch {
+      restoreUnsavedKeys(keys)
+      throw .saveFailed(path: record.file.path, reason: error.reason)
+    }
+  }
+
+  /// ``save()``, with a failure reported to the stores' issue handlers (the background save, the save at exit).
+  func saveReportingFailure() {
+    do { try save() } catch { announce(error) }
   }
 
   /// Reloads the suite from disk and notifies the observers of keys that changed.
   func reload() {
     guard let record else {
-      save()
+      saveReportingFailure()
       return refresh()
     }
     // The file is as this process last saved or read it (the event was our own save): nothing to reload. Without
     // this, every save of a large domain paid for a reload and a refresh of every observed key.
     if record.isSynced { return }
-    clearUnsavedKeys()
-    let file = record.file
-    _ = FileAccess.synchronize(record) {
-      let writesBefore = state.withLock { $0.writeCount }
-      _ = defaults.synchronize()
-      // corelibs merges what it loads into memory: a key another process removed would stay here forever.
-      // Just saved under the lock, the file is the whole domain: drop what it no longer has, unless a write
-      // of ours raced with the read.
-      let onDisk: Set<String>?
-      if !FileManager.default.fileExists(atPath: file.path) {
-        onDisk = []
-      } else if let data = FileManager.default.contents(atPath: file.path),
-        let root = try? PropertyListSerialization.propertyList(from: data, format: nil),
-        case .dictionary(let entries)? = PropertyListValue(foundationObject: root)
-      {
-        onDisk = Set(entries.keys)
-      } else {
-        onDisk = nil
+    do {
+      let (issue, reloaded) = try record.reload {
+        // Under the hub's lock no write of ours can slip in: with nothing unsaved, corelibs only drops its cache.
+        state.withLock { state in
+          guard state.unsavedKeys.isEmpty else { return false }
+          record.synchronizeDomain()
+          return true
+        }
       }
-      guard let onDisk, let inMemory = defaults.persistentDomain(forName: file.domainName) else { return }
-      state.withLock { state in
-        guard state.writeCount == writesBefore else { return }
-        for key in inMemory.keys where !onDisk.contains(key) { defaults.removeObject(forKey: key) }
-      }
+      announce(issue)
+      // Writes of ours are pending: a save merges the file with them, which is a reload too.
+      if !reloaded { saveReportingFailure() }
+    } catch {
+      announce(.saveFailed(path: record.file.path, reason: error.reason))
     }
     refresh()
   }
 
-  /// The pending writes are about to be saved: the coalesced save and the save at exit are no longer needed.
-  private func clearUnsavedKeys() {
-    state.withLock { $0.unsavedKeys.removeAll() }
+  /// Takes the keys written since the last save, for a save that is about to start: the coalesced save and the
+  /// save at exit are no longer needed for them.
+  private func takeUnsavedKeys() -> Set<String> {
+    let keys = state.withLock { state in
+      defer { state.unsavedKeys.removeAll() }
+      return state.unsavedKeys
+    }
     SaveOnExit.remove(self)
+    return keys
   }
 
-  /// Registers a store's issue handler for file problems.
+  /// Puts back the keys of a save that failed: the next save tries them again.
+  private func restoreUnsavedKeys(_ keys: Set<String>) {
+    guard !keys.isEmpty else { return }
+    state.withLock { $0.unsavedKeys.formUnion(keys) }
+    SaveOnExit.add(self)
+  }
+
+  /// Registers a store's issue handler for file problems and failed saves.
   func addIssueListener(_ id: ObjectIdentifier, _ listener: @escaping @Sendable (DefaultsError) -> Void) {
-    record?.addIssueListener(id, listener)
+    issueListeners.withLock { $0[id] = listener }
   }
 
   func removeIssueListener(_ id: ObjectIdentifier) {
-    record?.removeIssueListener(id)
+    _ = issueListeners.withLock { $0.removeValue(forKey: id) }
+  }
+
+  /// Tells every store's issue handler about a problem, outside every lock.
+  func announce(_ issue: DefaultsError?) {
+    guard let issue else { return }
+    for listener in issueListeners.withLock({ Array($0.values) }) { listener(issue) }
   }
 
   /// The file problems found so far (most recent last, at most 16).
@@ -251,7 +273,7 @@ final class ChangeHub: Sendable {
       self.saveScheduled.store(false, ordering: .releasing)
       // A flush (or a reload) since the write already saved it: nothing to do, no lock to take.
       guard self.state.withLock({ !$0.unsavedKeys.isEmpty }) else { return }
-      self.save()
+      self.saveReportingFailure()
     }
   }
 
@@ -386,6 +408,6 @@ enum SaveOnExit {
       defer { pending = [:] }
       return pending.values.compactMap(\.hub)
     }
-    for hub in hubs { hub.save() }
+    for hub in hubs { hub.saveReportingFailure() }
   }
 }

@@ -79,7 +79,7 @@ enum KeyedArchive {
       case .real(let number)?: return .real(number)
       case .bool(let flag)?: return .bool(flag)
       case .data(let bytes)?: return .data(bytes)
-      case .date(let date)?: return .real(date.timeIntervalSinceReferenceDate)
+      case .date(let date)?: return .date(date.timeIntervalSinceReferenceDate)
       default: return nil
       }
     }

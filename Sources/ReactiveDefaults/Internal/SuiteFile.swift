@@ -8,7 +8,8 @@ import Foundation
   import Darwin
 #endif
 
-/// Where corelibs Foundation keeps a suite's plist, and the advisory lock taken around its saves and reloads.
+/// Where corelibs Foundation keeps a suite's plist, and the careful file operations the library does on it: reads
+/// that never follow a link or block on a FIFO, atomic writes, backups, and the advisory lock.
 struct SuiteFile: Sendable {
   /// The folder: `$XDG_CONFIG_HOME` when it is absolute, else `$HOME/.config` (corelibs' rule, read from the
   /// environment the process started with, as corelibs does).
@@ -19,6 +20,12 @@ struct SuiteFile: Sendable {
   var path: String { folder + "/" + fileName }
   var domainName: String { String(fileName.dropLast(".plist".count)) }
   var lockPath: String { path + ".lock" }
+  /// The next version of the file while a save runs (see ``SuiteStorage``); renamed over the plist at its end.
+  var journalPath: String { path + ".journal" }
+
+  /// The largest suite file read, imported or backed up (64 MiB): corelibs would read any size, and a 1 GiB file
+  /// took it 35 s and 4 GB of memory.
+  static let maximumSize = 64 << 20
 
   static var preferencesFolder: String {
     let environment = ProcessInfo.processInfo.environment
@@ -44,105 +51,412 @@ struct SuiteFile: Sendable {
     var inode: UInt64
   }
 
-  /// The file's stamp, or nil when there is no file.
+  /// The stamp of the plist itself (a link is not followed), or nil when there is none.
   func stamp() -> Stamp? {
     var info = stat()
-    guard stat(path, &info) == 0 else { return nil }
+    guard lstat(path, &info) == 0 else { return nil }
+    return Stamp(info)
+  }
+
+  // MARK: Reading
+
+  /// The suite's keys and values as a file holds them.
+  struct Domain: Sendable {
+    var entries: [String: PropertyListValue]
+    /// The file's bytes, compared after a save to see whether corelibs' own write added anything.
+    var bytes: Data
+  }
+
+  /// Reads the plist: nil when there is none, else its domain, or the problem that keeps it from being one. A link
+  /// is never followed and a FIFO never opened blocking; the size is checked before reading.
+  func read() throws(SuiteFileProblem) -> Domain? {
+    try Self.read(path)
+  }
+
+  /// ``read()``, asked again up to twice, 50 ms apart, while the content looks unreadable: a writer that takes no
+  /// lock (plain `UserDefaults` in this or another process rewrites the file in place) may be halfway through it.
+  /// corelibs does the same when it reads a file (3 times, 150 ms apart).
+  func settledRead() throws(SuiteFileProblem) -> Domain? {
+    var attempt = 0
+    while true {
+      do {
+        return try read()
+      } catch {
+        attempt += 1
+        guard error.mayBeAWriteInProgress, attempt < 3 else { throw error }
+        usleep(50_000)
+      }
+    }
+  }
+
+  static func read(_ path: String) throws(SuiteFileProblem) -> Domain? {
+    var info = stat()
+    guard lstat(path, &info) == 0 else {
+      if errno == ENOENT { return nil }
+      throw .cannotRead(String(cString: strerror(errno)))
+    }
+    try Self.requireRegularFile(info)
+    guard Int64(info.st_size) <= Int64(maximumSize) else { throw .tooLarge(Int64(info.st_size)) }
+    let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+    guard descriptor >= 0 else {
+      if errno == ENOENT { return nil }
+      throw errno == ELOOP ? .symbolicLink : .cannotRead(String(cString: strerror(errno)))
+    }
+    defer { close(descriptor) }
+    // The name may have been replaced between lstat and open: judge what was opened.
+    guard fstat(descriptor, &info) == 0 else { throw .cannotRead(String(cString: strerror(errno))) }
+    try Self.requireRegularFile(info)
+    guard Int64(info.st_size) <= Int64(maximumSize) else { throw .tooLarge(Int64(info.st_size)) }
+    let bytes = try readAll(descriptor, limit: maximumSize)
+    return Domain(entries: try parseDomain(bytes), bytes: bytes)
+  }
+
+  private static func requireRegularFile(_ info: stat) throws(SuiteFileProblem) {
+    switch info.st_mode & S_IFMT {
+    case S_IFREG: return
+    case S_IFLNK: throw .symbolicLink
+    case S_IFDIR: throw .notAFile(SuiteFileProblem.folder)
+    case S_IFIFO: throw .notAFile("a FIFO")
+    case S_IFSOCK: throw .notAFile("a socket")
+    default: throw .notAFile("a device")
+    }
+  }
+
+  private static func readAll(_ descriptor: Int32, limit: Int) throws(SuiteFileProblem) -> Data {
+    var bytes = Data()
+    var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+    while true {
+      let count = chunk.withUnsafeMutableBytes { systemRead(descriptor, $0.baseAddress, $0.count) }
+      if count < 0 {
+        if errno == EINTR { continue }
+        throw .cannotRead(String(cString: strerror(errno)))
+      }
+      if count == 0 { return bytes }
+      bytes.append(contentsOf: chunk[0..<count])
+      // The file grew while being read.
+      guard bytes.count <= limit else { throw .tooLarge(Int64(bytes.count)) }
+    }
+  }
+
+  /// The dictionary a property list holds: binary ones through the strict reader (corelibs' binary parser crashes
+  /// on some malformed input and expands reference bombs), XML through corelibs (which refuses nesting deeper
+  /// than 511 levels rather than crash, and whose XML has no shared references).
+  static func parseDomain(_ bytes: Data) throws(SuiteFileProblem) -> [String: PropertyListValue] {
+    guard !bytes.isEmpty else { throw .empty }
+    let root: PropertyListValue?
+    if bytes.starts(with: Array("bplist".utf8)) {
+      guard let node = BinaryPropertyList.parse(bytes) else { throw .malformedBinary }
+      root = PropertyListValue(archiveNode: node)
+      guard root != nil else { throw .notPropertyList }
+    } else {
+      guard let object = try? PropertyListSerialization.propertyList(from: bytes, format: nil) else {
+        throw .notPropertyList
+      }
+      root = PropertyListValue(foundationObject: object)
+    }
+    guard case .dictionary(let entries)? = root else { throw .notDictionary(root?.kindName ?? "other object") }
+    return entries
+  }
+
+  /// What a save left at ``journalPath``.
+  enum JournalState {
+    case absent
+    /// Written and flushed: the newest version of the file, to be renamed over it.
+    case whole
+    /// Cut short (or not a file of ours): to be removed.
+    case partial
+  }
+
+  func journalState() -> JournalState {
+    var info = stat()
+    guard lstat(journalPath, &info) == 0 else { return .absent }
+    guard info.st_mode & S_IFMT == S_IFREG else {
+      return info.st_mode & S_IFMT == S_IFLNK ? .partial : .absent
+    }
+    do {
+      return try Self.read(journalPath) == nil ? .absent : .whole
+    } catch {
+      return .partial
+    }
+  }
+
+  // MARK: Writing
+
+  /// The bytes of a domain as the suite file holds them: an XML property list, as corelibs writes it, so that
+  /// corelibs' own rewrite of the same domain is recognised byte for byte.
+  static func encode(_ entries: [String: PropertyListValue]) throws(SaveFailure) -> Data {
+    do {
+      let object = entries.mapValues(\.foundationObject) as [String: Any]
+      return try PropertyListSerialization.data(fromPropertyList: object, format: .xml, options: 0)
+    } catch {
+      throw SaveFailure("cannot encode the domain: \(error)")
+    }
+  }
+
+  /// Writes `bytes` to a new file at `target` (`O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600) and flushes it to disk.
+  /// A failed write leaves no file behind.
+  static func writeNewFile(_ target: String, _ bytes: Data) throws(SaveFailure) {
+    let descriptor = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+    guard descriptor >= 0 else { throw SaveFailure(operation: "cannot create \(target)") }
+    var failure: SaveFailure?
+    bytes.withUnsafeBytes { buffer in
+      var offset = 0
+      while offset < buffer.count {
+        let written = systemWrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+        if written < 0 && errno == EINTR { continue }
+        guard written > 0 else {
+          failure = SaveFailure(operation: "cannot write \(target)")
+          return
+        }
+        offset += written
+      }
+    }
+    if failure == nil && fsync(descriptor) != 0 { failure = SaveFailure(operation: "cannot flush \(target) to disk") }
+    if close(descriptor) != 0 && failure == nil { failure = SaveFailure(operation: "cannot close \(target)") }
+    if let failure {
+      unlink(target)
+      throw failure
+    }
+  }
+
+  /// Replaces `target` with `bytes` atomically: a new file in the same folder, flushed, renamed over it, and the
+  /// folder flushed. A reader sees the old file or the new one, whole.
+  static func replaceAtomically(_ target: String, with bytes: Data) throws(SaveFailure) {
+    let temporary = target + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    try writeNewFile(temporary, bytes)
+    try move(temporary, over: target)
+  }
+
+  /// Renames `source` over `target` and flushes their folder; on failure `source` is removed.
+  static func move(_ source: String, over target: String) throws(SaveFailure) {
+    guard rename(source, target) == 0 else {
+      let failure = SaveFailure(operation: "cannot rename \(source) to \(target)")
+      unlink(source)
+      throw failure
+    }
+    try flushFolder(of: target)
+  }
+
+  /// Flushes a folder's entries to disk, so a rename or an unlink in it survives a power cut.
+  static func flushFolder(of path: String) throws(SaveFailure) {
+    let folder = (path as NSString).deletingLastPathComponent
+    let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard descriptor >= 0 else { throw SaveFailure(operation: "cannot open the folder \(folder)") }
+    defer { close(descriptor) }
+    guard fsync(descriptor) == 0 else { throw SaveFailure(operation: "cannot flush the folder \(folder)") }
+  }
+
+  // MARK: Backups
+
+  /// The backup name of an unreadable file's content: one per distinct content, so that every process that finds
+  /// the same bad file names the same backup.
+  func backupPath(for bytes: Data) -> String {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a
+    for byte in bytes {
+      hash ^= UInt64(byte)
+      hash = hash &* 0x100_0000_01b3
+    }
+    return path + ".corrupt-" + String(hash, radix: 16)
+  }
+
+  /// Keeps a copy of an unreadable regular file's bytes beside it (nothing for an empty one). Returns the backup's
+  /// path, or nil when it could not be written (a full disk: then no partial backup is left either).
+  func keepCopy(of bytes: Data) -> String? {
+    guard !bytes.isEmpty else { return nil }
+    let backup = backupPath(for: bytes)
+    if (try? Self.readBytes(backup)) == bytes { return backup }
+    do {
+      try Self.replaceAtomically(backup, with: bytes)
+      return backup
+    } catch {
+      return nil
+    }
+  }
+
+  /// Moves the plist out of the way (to the backup name of its content, or `<suite>.plist.corrupt-<size>` for one
+  /// too large to read), so that corelibs never reads it. Returns the new path, or nil.
+  func moveAside() -> String? {
+    var info = stat()
+    guard lstat(path, &info) == 0 else { return nil }
+    let bytes = Int64(info.st_size) <= Int64(Self.maximumSize) ? try? Self.readBytes(path) : nil
+    let target = bytes.map(backupPath(for:)) ?? path + ".corrupt-size\(info.st_size)-inode\(info.st_ino)"
+    do {
+      try Self.move(path, over: target)
+      return target
+    } catch {
+      return nil
+    }
+  }
+
+  /// A small regular file's bytes (for comparing backups), never following a link.
+  private static func readBytes(_ path: String) throws(SuiteFileProblem) -> Data {
+    let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+    guard descriptor >= 0 else { throw .cannotRead(String(cString: strerror(errno))) }
+    defer { close(descriptor) }
+    var info = stat()
+    guard fstat(descriptor, &info) == 0 else { throw .cannotRead(String(cString: strerror(errno))) }
+    try requireRegularFile(info)
+    return try readAll(descriptor, limit: maximumSize)
+  }
+
+  // MARK: Locking
+
+  /// Runs `body` holding an exclusive `flock` on the sidecar lock file beside the plist, so that saves and
+  /// reloads of processes using the library never interleave. The lock file is created if needed (with its
+  /// folder), never through a link, and must be a regular file.
+  func withLock<T>(_ body: () throws(SaveFailure) -> T) throws(SaveFailure) -> T {
+    let descriptor = try openLock(creating: true)
+    defer { close(descriptor) }
+    while flock(descriptor, LOCK_EX) != 0 {
+      guard errno == EINTR else { throw SaveFailure(operation: "cannot lock \(lockPath)") }
+    }
+    defer { flock(descriptor, LOCK_UN) }
+    return try body()
+  }
+
+  private func openLock(creating: Bool) throws(SaveFailure) -> Int32 {
+    var info = stat()
+    if stat(folder, &info) != 0 {
+      guard errno == ENOENT, (try? FileManager.default.createDirectory(
+        atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])) != nil
+      else { throw SaveFailure(operation: "cannot use the folder \(folder)") }
+    }
+    let descriptor = open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
+    guard descriptor >= 0 else {
+      if errno == ELOOP { throw SaveFailure("the lock file \(lockPath) is a symbolic link; it was left alone") }
+      throw SaveFailure(operation: "cannot open the lock file \(lockPath)")
+    }
+    guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+      close(descriptor)
+      throw SaveFailure("the lock file \(lockPath) is not a regular file; it was left alone")
+    }
+    return descriptor
+  }
+}
+
+extension SuiteFile.Stamp {
+  init(_ info: stat) {
     #if canImport(Darwin)
-      return Stamp(
+      self.init(
         size: Int64(info.st_size), modified: info.st_mtimespec.tv_sec, modifiedNanoseconds: info.st_mtimespec.tv_nsec,
         inode: UInt64(info.st_ino))
     #else
-      return Stamp(
+      self.init(
         size: Int64(info.st_size), modified: info.st_mtim.tv_sec, modifiedNanoseconds: info.st_mtim.tv_nsec,
         inode: UInt64(info.st_ino))
     #endif
   }
+}
 
-  /// What is wrong with an unreadable file, and whether corelibs could crash on it (a malformed binary plist).
-  struct Problem {
-    var reason: String
-    var endangersReaders = false
+private func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+  read(descriptor, buffer, count)
+}
+
+private func systemWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+  write(descriptor, buffer, count)
+}
+
+/// Why a suite file cannot serve as the suite's domain.
+enum SuiteFileProblem: Error, Equatable, Sendable {
+  static let folder = "a folder"
+
+  /// The plist is a symbolic link: never followed, never written through.
+  case symbolicLink
+  /// A folder, FIFO, socket or device stands where the plist should be.
+  case notAFile(String)
+  /// Larger than ``SuiteFile/maximumSize``.
+  case tooLarge(Int64)
+  /// The file could not be opened or read (the reason from the system).
+  case cannotRead(String)
+  case empty
+  case notPropertyList
+  /// A binary plist the strict reader refuses: malformed, nested too deep, or expanding past its budget. corelibs
+  /// could crash or hang on it.
+  case malformedBinary
+  /// A property list whose root is not a dictionary (the kind it is).
+  case notDictionary(String)
+
+  var reason: String {
+    switch self {
+    case .symbolicLink: "is a symbolic link; the library neither follows nor replaces it"
+    case .notAFile(let kind): "is \(kind), not a file"
+    case .tooLarge(let size):
+      "is \(size) bytes, more than the \(SuiteFile.maximumSize >> 20) MiB a preferences file may have"
+    case .cannotRead(let reason): "cannot be read: \(reason)"
+    case .empty: "is empty"
+    case .notPropertyList: "is not a property list"
+    case .malformedBinary: "is a binary property list that is malformed, too deep or too large when expanded"
+    case .notDictionary(let kind): "holds \(kind.first.map { "AEIOU".contains($0) } == true ? "an" : "a") \(kind), not a dictionary"
+    }
   }
 
-  /// Why the file cannot serve as the suite's domain, or nil when it can (or does not exist).
-  func problem() -> Problem? {
-    var isFolder: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else { return nil }
-    if isFolder.boolValue { return Problem(reason: "is a folder, not a file") }
-    guard let data = FileManager.default.contents(atPath: path) else { return Problem(reason: "cannot be read") }
-    if data.isEmpty { return Problem(reason: "is empty") }
-    if data.starts(with: Array("bplist".utf8)) {
-      // Never corelibs' binary parser on a file that may be anything: it crashes on some malformed input.
-      guard let root = BinaryPropertyList.parse(data) else {
-        return Problem(reason: "is not a property list", endangersReaders: true)
+  /// The content may be a write in progress by a writer that takes no lock.
+  var mayBeAWriteInProgress: Bool {
+    switch self {
+    case .empty, .notPropertyList, .malformedBinary, .notDictionary: true
+    default: false
+    }
+  }
+
+  /// The library leaves the path alone: it is no file of ours to read, back up or replace.
+  var isLeftAlone: Bool {
+    switch self {
+    case .symbolicLink, .notAFile, .cannotRead: true
+    default: false
+    }
+  }
+
+  /// corelibs could crash or hang reading it, so it must be out of the way before corelibs does.
+  var endangersReaders: Bool {
+    switch self {
+    case .malformedBinary, .tooLarge: true
+    default: false
+    }
+  }
+}
+
+/// Why a save failed: the message says which operation on which path, and the system's reason.
+struct SaveFailure: Error, Sendable {
+  var reason: String
+
+  init(_ reason: String) {
+    self.reason = reason
+  }
+
+  /// A failure of a system call, described with `errno`.
+  init(operation: String) {
+    let code = errno
+    reason = operation + ": " + String(cString: strerror(code))
+  }
+}
+
+extension PropertyListValue {
+  /// What the strict binary reader found, when it is property-list data (no null, no archive reference).
+  init?(archiveNode node: ArchiveNode) {
+    switch node {
+    case .null, .reference: return nil
+    case .bool(let value): self = .bool(value)
+    case .integer(let value): self = .integer(value)
+    case .real(let value): self = .real(value)
+    case .date(let value): self = .date(Date(timeIntervalSinceReferenceDate: value))
+    case .string(let value): self = .string(value)
+    case .data(let value): self = .data(value)
+    case .array(let items):
+      var values: [PropertyListValue] = []
+      values.reserveCapacity(items.count)
+      for item in items {
+        guard let value = PropertyListValue(archiveNode: item) else { return nil }
+        values.append(value)
       }
-      guard case .dictionary = root else { return Problem(reason: "holds no dictionary") }
-      return nil
+      self = .array(values)
+    case .dictionary(let entries):
+      var values: [String: PropertyListValue] = [:]
+      values.reserveCapacity(entries.count)
+      for (key, item) in entries {
+        guard let value = PropertyListValue(archiveNode: item) else { return nil }
+        values[key] = value
+      }
+      self = .dictionary(values)
     }
-    guard let root = try? PropertyListSerialization.propertyList(from: data, format: nil) else {
-      return Problem(reason: "is not a property list")
-    }
-    guard case .dictionary? = PropertyListValue(foundationObject: root) else {
-      let kind = PropertyListValue(foundationObject: root)?.kindName ?? "\(type(of: root))"
-      return Problem(reason: "holds \(kind == "Array" ? "an" : "a") \(kind), not a dictionary")
-    }
-    return nil
-  }
-
-  /// ``problem()``, asked again up to twice, 50 ms apart, while the file looks unreadable: a writer that takes no
-  /// lock (plain `UserDefaults` in this or another process, whose `synchronize()` writes every suite with unsaved
-  /// changes) may be halfway through it. corelibs does the same when it reads a file (3 times, 150 ms apart).
-  func settledProblem() -> Problem? {
-    var problem = problem()
-    for _ in 0..<2 {
-      guard let current = problem, current.reason != "is a folder, not a file" else { break }
-      usleep(50_000)
-      problem = self.problem()
-    }
-    return problem
-  }
-
-  /// Keeps the file's contents as `<suite>.plist.corrupt-<UTC timestamp>` beside it: a copy, or (`moving`) the
-  /// file itself, so that corelibs never parses it. Returns the new path, or nil.
-  func keepAside(moving: Bool) -> String? {
-    let formatter = DateFormatter()
-    formatter.locale = Locale(identifier: "en_US_POSIX")
-    formatter.timeZone = TimeZone(identifier: "UTC")
-    formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-    let base = path + ".corrupt-" + formatter.string(from: Date())
-    for attempt in 1...100 {
-      let candidate = attempt == 1 ? base : base + "-\(attempt)"
-      guard !FileManager.default.fileExists(atPath: candidate) else { continue }
-      if moving { return rename(path, candidate) == 0 ? candidate : nil }
-      return (try? FileManager.default.copyItem(atPath: path, toPath: candidate)) != nil ? candidate : nil
-    }
-    return nil
-  }
-
-  /// Runs `body` holding the locks of several suites, taken in the order of their paths (each once), so that
-  /// processes locking overlapping sets never wait on each other in a cycle.
-  static func withLocks<T>(_ files: [SuiteFile], _ body: () throws -> T) rethrows -> T {
-    var seen = Set<String>()
-    let ordered = files.filter { seen.insert($0.lockPath).inserted }.sorted { $0.lockPath < $1.lockPath }
-    return try withLocks(ordered[...], body)
-  }
-
-  private static func withLocks<T>(_ files: ArraySlice<SuiteFile>, _ body: () throws -> T) rethrows -> T {
-    guard let first = files.first else { return try body() }
-    return try first.withLock { try withLocks(files.dropFirst(), body) }
-  }
-
-  /// Runs `body` holding an exclusive `flock` on the sidecar lock file beside the plist, so that saves and
-  /// reloads of processes using the library never interleave. Without a lock file (an unwritable folder)
-  /// `body` runs unlocked.
-  func withLock<T>(_ body: () throws -> T) rethrows -> T {
-    try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-    guard descriptor >= 0 else { return try body() }
-    defer { close(descriptor) }
-    while flock(descriptor, LOCK_EX) != 0 && errno == EINTR {}
-    defer { flock(descriptor, LOCK_UN) }
-    return try body()
   }
 }

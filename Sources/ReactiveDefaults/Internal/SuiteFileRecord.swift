@@ -1,11 +1,35 @@
 import Foundation
 import Synchronization
 
-/// What this process knows of one suite's file: whether it was checked, whether the suite in memory reflects it,
-/// and the problems found in it. Shared by the suite's hub and by the saves of every other suite, which corelibs
-/// makes write or forget this suite too (see ``FileAccess``).
+#if os(Linux)
+  import CoreFoundation
+#endif
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// One suite's file as this process handles it (Linux): the checks, the atomic saves, the reloads, and the
+/// problems found, reported to every store of the suite.
+///
+/// A save never leaves the file to corelibs alone. corelibs rewrites a plist in place (`O_TRUNC`, then `write`), so
+/// a crash in the middle leaves it empty or cut; and its in-memory domain stays "dirty" (each new key costs a scan
+/// of all unsaved ones) until one of its own saves succeeds. So a save, under the suite's lock:
+/// 1. reads the file with the strict reader and applies this process's unsaved keys to it;
+/// 2. writes the result to `<suite>.plist.journal` and flushes it to disk;
+/// 3. lets corelibs save this one domain (`CFPreferencesSynchronize`), which empties its dirty list by rewriting
+///    the plist in place; a crash now finds the journal, whole, at the next open;
+/// 4. renames the journal over the plist (or, when corelibs' file holds more than the journal, plain
+///    `UserDefaults` writes of this process, replaces the plist with that atomically) and flushes the folder.
+/// Each open of the suite first completes a journal left by a crash.
 final class SuiteFileRecord: Sendable {
   let file: SuiteFile
+  /// The CFPreferences application name of the suite: its name, or the current application for the standard
+  /// domain.
+  private let isStandardDomain: Bool
 
   private struct State {
     /// The file's stamp when last checked for problems: the same file is not checked (or reported) twice.
@@ -14,15 +38,15 @@ final class SuiteFileRecord: Sendable {
     var synced: SuiteFile.Stamp?
     /// What was found so far, replayed to each store that sets an issue handler.
     var found: [DefaultsError] = []
-    var listeners: [ObjectIdentifier: @Sendable (DefaultsError) -> Void] = [:]
   }
 
   private let state = Locked(State())
   /// The size of the file after the last save or reload.
   let savedFileSize = Atomic<Int>(0)
 
-  init(file: SuiteFile) {
+  init(file: SuiteFile, isStandardDomain: Bool) {
     self.file = file
+    self.isStandardDomain = isStandardDomain
   }
 
   /// What checking the file found.
@@ -32,21 +56,51 @@ final class SuiteFileRecord: Sendable {
     var changedElsewhere = false
   }
 
-  /// Checks the file if it changed since the last check; an unreadable one is copied beside the plist (moved,
-  /// when corelibs could crash on it) and recorded, so that no save destroys it silently. Call it holding the
-  /// file's lock and ``FileAccess/lock``; announce the problem once every lock is released.
-  func check() -> Check {
+  /// The first look at the file, before corelibs reads it: completes a journal a crash left, and checks the file.
+  func open() -> DefaultsError? {
+    do {
+      return try file.withLock { () throws(SaveFailure) -> Check in try check() }.issue
+    } catch {
+      return .saveFailed(path: file.path, reason: error.reason)
+    }
+  }
+
+  /// Completes a save that a crash interrupted: a whole journal is the newest version of the file.
+  private func recoverJournal() throws(SaveFailure) {
+    switch file.journalState() {
+    case .absent: break
+    case .whole: try SuiteFile.move(file.journalPath, over: file.path)
+    // Cut short before it was complete: the plist was not touched yet.
+    case .partial: unlink(file.journalPath)
+    }
+  }
+
+  /// Checks the file if it changed since the last check. An unreadable one is reported and kept: copied beside
+  /// the plist, or moved there when corelibs could crash or hang reading it. Call it holding the file's lock;
+  /// announce the problem once the lock is released.
+  private func check() throws(SaveFailure) -> Check {
+    try recoverJournal()
     let stamp = file.stamp()
     let (checked, synced) = state.withLock { ($0.checked, $0.synced) }
     var result = Check(changedElsewhere: stamp != synced)
     guard stamp != checked else { return result }
-    if stamp != nil, let problem = file.settledProblem() {
-      let keep = problem.reason != "is empty" && problem.reason != "is a folder, not a file"
-      result.issue = .unreadableFile(
-        path: file.path, reason: problem.reason,
-        backup: keep ? file.keepAside(moving: problem.endangersReaders) : nil)
+    do throws(SuiteFileProblem) {
+      _ = try file.settledRead()
+    } catch {
+      let backup: String?
+      if case .notAFile(let kind) = error, kind != SuiteFileProblem.folder {
+        // A FIFO, socket or device holds no settings, and corelibs would block forever opening it: moved away.
+        backup = file.moveAside()
+      } else if error.isLeftAlone || error == .empty {
+        backup = nil
+      } else if error.endangersReaders {
+        backup = file.moveAside()
+      } else {
+        backup = (try? Self.bytes(of: file)).flatMap(file.keepCopy(of:))
+      }
+      result.issue = .unreadableFile(path: file.path, reason: error.reason, backup: backup)
     }
-    let checkedStamp = file.stamp()  // after any wait for a writer to finish
+    let checkedStamp = file.stamp()  // after any wait for a writer to finish, or a move
     state.withLock { state in
       state.checked = checkedStamp
       if let issue = result.issue { state.found = Array((state.found + [issue]).suffix(16)) }
@@ -54,8 +108,90 @@ final class SuiteFileRecord: Sendable {
     return result
   }
 
+  private static func bytes(of file: SuiteFile) throws -> Data {
+    try Data(contentsOf: URL(fileURLWithPath: file.path))
+  }
+
+  /// What a save did besides saving.
+  struct SaveOutcome {
+    var issue: DefaultsError?
+    /// The save merged another process's changes: observers must hear of them.
+    var changedElsewhere = false
+  }
+
+  /// Saves `keys` (whose values are in `defaults`, corelibs' memory) into the suite's file, as described above.
+  /// Throws without touching the plist when the save cannot be done whole.
+  func save(_ defaults: UserDefaults, keys: Set<String>) throws(SaveFailure) -> SaveOutcome {
+    try file.withLock { () throws(SaveFailure) -> SaveOutcome in
+      let check = try check()
+      var entries: [String: PropertyListValue]
+      do throws(SuiteFileProblem) {
+        entries = try file.settledRead()?.entries ?? [:]
+      } catch {
+        if error.isLeftAlone { throw SaveFailure("\(file.path) \(error.reason)") }
+        // Reported and backed up by the check: out of the way now, so that corelibs' own save does not read it.
+        if file.stamp() != nil && error != .empty && file.moveAside() == nil {
+          throw SaveFailure("cannot move the unreadable \(file.path) aside, so it was not replaced")
+        }
+        entries = [:]
+      }
+      let memory = defaults.persistentDomain(forName: file.domainName) ?? [:]
+      for key in keys { entries[key] = memory[key].flatMap(PropertyListValue.init(foundationObject:)) }
+      let bytes = try SuiteFile.encode(entries)
+      let journal = file.journalPath
+      try SuiteFile.writeNewFile(journal, bytes)
+      synchronizeDomain()
+      // corelibs' file can hold more than the journal: writes made with plain `UserDefaults` in this process, or
+      // writes of ours that raced with this save. Unreadable (its in-place write failed halfway): the journal.
+      let written: SuiteFile.Domain??
+      do { written = try SuiteFile.read(file.path) } catch { written = .none }
+      switch written {
+      case .some(.some(let written)) where written.bytes != bytes:
+        do {
+          try SuiteFile.replaceAtomically(file.path, with: written.bytes)
+          unlink(journal)
+        } catch {
+          try SuiteFile.move(journal, over: file.path)
+        }
+      case .some(.none):
+        unlink(journal)
+        try SuiteFile.flushFolder(of: journal)
+      default:
+        try SuiteFile.move(journal, over: file.path)
+      }
+      markSynced()
+      return SaveOutcome(issue: check.issue, changedElsewhere: check.changedElsewhere)
+    }
+  }
+
+  /// Makes the suite in memory the file as it is now: checks the file, then drops corelibs' cached copy, when
+  /// `dropCache` (which runs under corelibs' and the hub's locks) agrees there is nothing unsaved.
+  /// Returns the problem found and whether the cache was dropped (else the caller saves, which also reloads).
+  func reload(dropCache: () -> Bool) throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) {
+    try file.withLock { () throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) in
+      let check = try check()
+      guard dropCache() else { return (check.issue, false) }
+      markSynced()
+      return (check.issue, true)
+    }
+  }
+
+  /// Has corelibs save this suite's domain alone (its `UserDefaults.synchronize()` saves every domain of the
+  /// process, each in place). With nothing unsaved it writes nothing: it only drops its cached copy, so the
+  /// next read loads the file.
+  func synchronizeDomain() {
+    #if os(Linux)
+      let name: CFString =
+        isStandardDomain
+        ? kCFPreferencesCurrentApplication : unsafeBitCast(NSString(string: file.domainName), to: CFString.self)
+      // A failure leaves corelibs' dirty list as it was; the file is judged by reading it afterwards.
+      let saved = CFPreferencesSynchronize(name, kCFPreferencesCurrentUser, kCFPreferencesAnyHost)
+      _ = saved
+    #endif
+  }
+
   /// Records that the suite in memory is the file as it is now (call it holding the file's lock).
-  func markSynced() {
+  private func markSynced() {
     let stamp = file.stamp()
     savedFileSize.store(Int(stamp?.size ?? 0), ordering: .relaxed)
     state.withLock { state in
@@ -66,71 +202,12 @@ final class SuiteFileRecord: Sendable {
 
   /// Whether the file is as this process last saved or loaded it (a file event was our own save).
   var isSynced: Bool {
-    guard let stamp = file.stamp() else { return false }
-    return state.withLock { $0.synced == stamp }
-  }
-
-  /// Tells every store's issue handler about a file problem.
-  func announce(_ issue: DefaultsError?) {
-    guard let issue else { return }
-    for listener in state.withLock({ Array($0.listeners.values) }) { listener(issue) }
-  }
-
-  func addIssueListener(_ id: ObjectIdentifier, _ listener: @escaping @Sendable (DefaultsError) -> Void) {
-    state.withLock { $0.listeners[id] = listener }
-  }
-
-  func removeIssueListener(_ id: ObjectIdentifier) {
-    _ = state.withLock { $0.listeners.removeValue(forKey: id) }
+    let stamp = file.stamp()
+    return state.withLock { $0.synced == stamp && $0.synced != nil }
   }
 
   /// The file problems found so far (most recent last, at most 16).
   var foundIssues: [DefaultsError] {
     state.withLock { $0.found }
-  }
-}
-
-/// This process's access to suite files: saves, reloads and first checks, one at a time.
-///
-/// corelibs' `synchronize()` of a named suite does not stop at that suite: `CFPreferencesAppSynchronize` goes
-/// through every domain the process has loaded (`_CFSynchronizeDomainCache`), writing each one with unsaved
-/// changes and forgetting the others, which are read again from disk on next use. So a save holds the lock of
-/// every suite file the process knows, after checking each.
-enum FileAccess {
-  static let lock = Locked(())
-  /// The file records of every live hub. A leaf lock: nothing is locked while it is held.
-  private static let records = Locked<[ObjectIdentifier: SuiteFileRecord]>([:])
-
-  /// Makes the record known to every save from now on (a hub's first step, before any write through it).
-  static func register(_ record: SuiteFileRecord) {
-    records.withLock { $0[ObjectIdentifier(record)] = record }
-  }
-
-  /// Forgets the record (a hub's last step).
-  static func unregister(_ record: SuiteFileRecord) {
-    _ = records.withLock { $0.removeValue(forKey: ObjectIdentifier(record)) }
-  }
-
-  /// Runs `synchronize` holding ``lock`` and the locks of `own` (a suite whose file is not known has none) and of
-  /// every other live suite, each file checked first (a suite that has no file yet is locked too: a write to it may
-  /// land just before the synchronize, which would then create its file). `own` is then marked synced. The others
-  /// are not: a file corelibs wrote for them, or that a writer taking no lock wrote meanwhile, must be checked again
-  /// and reloaded by their own hubs. Announces the problems found, outside every lock, and returns `own`'s check.
-  static func synchronize(_ own: SuiteFileRecord?, _ synchronize: () -> Void) -> SuiteFileRecord.Check {
-    let (others, ownCheck, otherChecks) = lock.withLock { _ in
-      let others = records.withLock { Array($0.values) }.filter { $0 !== own }
-      let files = (own.map { [$0.file] } ?? []) + others.map(\.file)
-      return SuiteFile.withLocks(files) {
-        () -> ([SuiteFileRecord], SuiteFileRecord.Check, [SuiteFileRecord.Check]) in
-        let ownCheck = own?.check() ?? SuiteFileRecord.Check()
-        let otherChecks = others.map { $0.check() }
-        synchronize()
-        own?.markSynced()
-        return (others, ownCheck, otherChecks)
-      }
-    }
-    own?.announce(ownCheck.issue)
-    for (other, check) in zip(others, otherChecks) { other.announce(check.issue) }
-    return ownCheck
   }
 }

@@ -82,8 +82,20 @@ final class RunningTool: Sendable {
     let errorLines = errorLines
     output.fileHandleForReading.readabilityHandler = { lines.feed($0.availableData) }
     error.fileHandleForReading.readabilityHandler = { errorLines.feed($0.availableData) }
+    let termination = termination
+    process.terminationHandler = { _ in termination.signal() }
     try process.run()
     self.process = process
+  }
+
+  private let termination = DispatchSemaphore(value: 0)
+
+  /// Waits (off the concurrency pool) until the process has exited by itself; false after `timeout` seconds.
+  func exited(timeout: Double = 30) async -> Bool {
+    let termination = termination
+    let ended = (try? await offThePool { termination.wait(timeout: .now() + timeout) == .success }) ?? false
+    if ended { termination.signal() }  // for the next waiter
+    return ended
   }
 
   func kill(_ signalNumber: Int32) async {
