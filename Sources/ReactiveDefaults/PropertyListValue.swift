@@ -151,6 +151,30 @@ extension PropertyListValue {
   }
 }
 
+extension PropertyListValue {
+  /// Whether two stored values are the same setting: `==`, except that a NaN is the same as another NaN (IEEE
+  /// comparison would make every NaN write a change, and two properties bound together would echo it forever).
+  func isSameSetting(as other: PropertyListValue) -> Bool {
+    switch (self, other) {
+    case (.real(let lhs), .real(let rhs)): lhs == rhs || (lhs.isNaN && rhs.isNaN)
+    case (.array(let lhs), .array(let rhs)):
+      lhs.count == rhs.count && zip(lhs, rhs).allSatisfy { $0.isSameSetting(as: $1) }
+    case (.dictionary(let lhs), .dictionary(let rhs)):
+      lhs.count == rhs.count && lhs.allSatisfy { key, value in rhs[key].map(value.isSameSetting) ?? false }
+    default: self == other
+    }
+  }
+}
+
+/// Whether two optional stored values are the same setting (see ``PropertyListValue/isSameSetting(as:)``).
+func isSameSetting(_ lhs: PropertyListValue?, _ rhs: PropertyListValue?) -> Bool {
+  switch (lhs, rhs) {
+  case (nil, nil): true
+  case (let lhs?, let rhs?): lhs.isSameSetting(as: rhs)
+  default: false
+  }
+}
+
 /// Lets `Any` values holding an `Optional` (corelibs returns arrays as `[Optional<Any>]`) be unwrapped
 /// without reflection.
 protocol OptionalProtocol {

@@ -39,7 +39,8 @@ enum Commands {
     do {
       try store.save()
     } catch {
-      throw Failure(message: "\(error)", hint: "Check the free space and the permissions of the folder.", code: .failure)
+      throw Failure(
+        message: "\(error)", hint: "Check the free space and the permissions of the folder.", code: .failure)
     }
   }
 

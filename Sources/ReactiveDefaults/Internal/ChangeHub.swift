@@ -52,7 +52,7 @@ final class ChangeHub: Sendable {
 
     /// Records `stored` as the key's newest value; returns whom to tell, or nil if nothing changed.
     mutating func record(_ stored: PropertyListValue?, forKey key: String) -> Fanout? {
-      guard var entry = keys[key], entry.last != stored else { return nil }
+      guard var entry = keys[key], !isSameSetting(entry.last, stored) else { return nil }
       version += 1
       entry.last = stored
       entry.version = version
@@ -207,6 +207,11 @@ final class ChangeHub: Sendable {
     // The file is as this process last saved or read it (the event was our own save): nothing to reload. Without
     // this, every save of a large domain paid for a reload and a refresh of every observed key.
     if record.isSynced { return }
+    // The folder is gone (removed while watched): nothing to lock or read; corelibs' copy is dropped below.
+    guard FileManager.default.fileExists(atPath: record.file.folder) else {
+      if state.withLock({ $0.unsavedKeys.isEmpty }) { record.synchronizeDomain() }
+      return refresh()
+    }
     do {
       let (issue, reloaded) = try record.reload {
         // Under the hub's lock no write of ours can slip in: with nothing unsaved, corelibs only drops its cache.
@@ -220,7 +225,8 @@ final class ChangeHub: Sendable {
       // Writes of ours are pending: a save merges the file with them, which is a reload too.
       if !reloaded { saveReportingFailure() }
     } catch {
-      announce(.saveFailed(path: record.file.path, reason: error.reason))
+      // Only the lock can fail here: the file stays as it is, to be reloaded at its next change.
+      announce(.unreadableFile(path: record.file.path, reason: "cannot be reloaded: \(error.reason)", backup: nil))
     }
     refresh()
   }

@@ -7,6 +7,10 @@
   /// deletes the plist of a domain left empty) or moved into
   /// place (`IN_MOVED_TO`), and tells the subscribers of each file name. One watcher per folder per process;
   /// it runs while it has subscribers. (A watch on the file itself would die when the file is replaced.)
+  ///
+  /// The folder itself may go away (`rm -rf ~/.config`): then the nearest existing folder above it is watched
+  /// until the folder is back, and every subscriber is told once it is (files may have been written before the
+  /// watch came back). When the kernel's event queue overflows, every subscriber is told too.
   final class FolderWatcher: Sendable {
     /// Ends a subscription when cancelled or released.
     final class Subscription: Sendable {
@@ -34,6 +38,11 @@
 
     private let folder: String
     private let inotify: Int32
+    /// The watch on the folder made at start; the thread owns the watches from then on.
+    private let initialWatch: Int32
+    static let folderEvents =
+      UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_DELETE) | UInt32(IN_DELETE_SELF)
+      | UInt32(IN_MOVE_SELF)
     private let wakePipe: (read: Int32, write: Int32)
     private let state = Locked(State())
     /// Signalled by the thread as it leaves, after closing its descriptors.
@@ -44,11 +53,12 @@
       try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
       let descriptor = inotify_init1(Int32(IN_CLOEXEC))
       guard descriptor >= 0 else { return nil }
-      guard inotify_add_watch(descriptor, folder, UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_DELETE)) >= 0
-      else {
+      let watch = inotify_add_watch(descriptor, folder, Self.folderEvents)
+      guard watch >= 0 else {
         close(descriptor)
         return nil
       }
+      initialWatch = watch
       var pipeEnds: [Int32] = [0, 0]
       guard pipe(&pipeEnds) == 0 else {
         close(descriptor)
@@ -111,6 +121,7 @@
       let bufferSize = 64 * 1024
       let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
       defer { buffer.deallocate() }
+      var watches = Watches(folder: folder, current: initialWatch)
       var descriptors = [
         pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
         pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0),
@@ -125,19 +136,89 @@
           return
         }
         var changed = Set<String>()
+        var everyFile = false
         var offset = 0
         let headerSize = MemoryLayout<inotify_event>.size
         while offset + headerSize <= count {
           let event = buffer.load(fromByteOffset: offset, as: inotify_event.self)
           let nameLength = Int(event.len)
-          if nameLength > 0 {
-            let namePointer = (buffer + offset + headerSize).assumingMemoryBound(to: CChar.self)
-            changed.insert(String(cString: namePointer))
-          }
+          let name =
+            nameLength > 0
+            ? String(cString: (buffer + offset + headerSize).assumingMemoryBound(to: CChar.self)) : nil
           offset += headerSize + nameLength
+          if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
+            everyFile = true  // events were lost: any file may have changed
+          } else if event.wd == watches.folderWatch {
+            if event.mask & (UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_IGNORED)) != 0 {
+              everyFile = watches.folderGone(inotify) || everyFile
+            } else if let name {
+              changed.insert(name)
+            }
+          } else if event.wd == watches.ancestor {
+            // Something appeared in it, or it went away too (IN_IGNORED): look for the folder again.
+            if event.mask & UInt32(IN_IGNORED) != 0 { watches.ancestor = -1 }
+            everyFile = watches.ancestorChanged(inotify) || everyFile
+          }
         }
+        if everyFile { changed = Set(state.withLock { $0.subscribers.keys }) }
         let handlers = state.withLock { state in changed.flatMap { state.subscribers[$0]?.values ?? [:].values } }
         for handler in handlers { handler() }
+      }
+    }
+  }
+
+  /// The watcher thread's inotify watches: on the folder while it exists, else on its nearest existing ancestor.
+  private struct Watches {
+    let folder: String
+    /// The folder's watch, or -1 while the folder is gone.
+    var folderWatch: Int32
+    /// The watch on the nearest existing ancestor while the folder is gone, or -1.
+    var ancestor: Int32 = -1
+
+    init(folder: String, current: Int32) {
+      self.folder = folder
+      self.folderWatch = current
+    }
+
+    /// The folder was deleted or moved: watch for it to come back. True when it is back already.
+    mutating func folderGone(_ inotify: Int32) -> Bool {
+      if folderWatch >= 0 { inotify_rm_watch(inotify, folderWatch) }
+      folderWatch = -1
+      return rewatch(inotify)
+    }
+
+    /// Something appeared in the watched ancestor: perhaps the folder (or a folder on the way to it).
+    mutating func ancestorChanged(_ inotify: Int32) -> Bool {
+      rewatch(inotify)
+    }
+
+    /// Watches the folder again if it exists (true), else the nearest existing ancestor. After watching an ancestor
+    /// it looks again: the next folder down may have appeared before that watch began.
+    private mutating func rewatch(_ inotify: Int32) -> Bool {
+      while true {
+        let watch = inotify_add_watch(inotify, folder, FolderWatcher.folderEvents | UInt32(IN_ONLYDIR))
+        if watch >= 0 {
+          folderWatch = watch
+          if ancestor >= 0 && ancestor != watch { inotify_rm_watch(inotify, ancestor) }
+          ancestor = -1
+          return true
+        }
+        var below = folder
+        var path = (folder as NSString).deletingLastPathComponent
+        while true {
+          let candidate = inotify_add_watch(
+            inotify, path, UInt32(IN_CREATE) | UInt32(IN_MOVED_TO) | UInt32(IN_DELETE_SELF) | UInt32(IN_ONLYDIR))
+          if candidate >= 0 {
+            if ancestor >= 0 && ancestor != candidate { inotify_rm_watch(inotify, ancestor) }
+            ancestor = candidate
+            break
+          }
+          guard path != "/", !path.isEmpty else { return false }
+          below = path
+          path = (path as NSString).deletingLastPathComponent
+        }
+        // Nothing new below the watched ancestor: its watch will tell when something appears.
+        if !FileManager.default.fileExists(atPath: below) { return false }
       }
     }
   }

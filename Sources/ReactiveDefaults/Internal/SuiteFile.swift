@@ -317,8 +317,9 @@ struct SuiteFile: Sendable {
   private func openLock(creating: Bool) throws(SaveFailure) -> Int32 {
     var info = stat()
     if stat(folder, &info) != 0 {
-      guard errno == ENOENT, (try? FileManager.default.createDirectory(
-        atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])) != nil
+      guard errno == ENOENT,
+        (try? FileManager.default.createDirectory(
+          atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])) != nil
       else { throw SaveFailure(operation: "cannot use the folder \(folder)") }
     }
     let descriptor = open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
@@ -386,7 +387,8 @@ enum SuiteFileProblem: Error, Equatable, Sendable {
     case .empty: "is empty"
     case .notPropertyList: "is not a property list"
     case .malformedBinary: "is a binary property list that is malformed, too deep or too large when expanded"
-    case .notDictionary(let kind): "holds \(kind.first.map { "AEIOU".contains($0) } == true ? "an" : "a") \(kind), not a dictionary"
+    case .notDictionary(let kind):
+      "holds \(kind.first.map { "AEIOU".contains($0) } == true ? "an" : "a") \(kind), not a dictionary"
     }
   }
 
