@@ -7,6 +7,11 @@
 //   rdefaults-test-helper exit DOMAIN KEY INT     write, exit at once (the save at exit must keep it)
 //   rdefaults-test-helper fds DOMAIN KEY INT      print descriptor counts before, during and after observing
 //   rdefaults-test-helper sweep DOMAIN OTHER      write k=1 to both, print "written", flush DOMAIN only, print "flushed"
+//   rdefaults-test-helper churn DOMAIN N          fill k0..k<N-1> (once), print "ready", then save changes forever
+//   rdefaults-test-helper count DOMAIN            print how many keys the domain has, opened through the library
+//   rdefaults-test-helper fsize DOMAIN            save; on a line of input, fail a save (file size limit); on the
+//                                                 next, lift the limit and save again
+//   rdefaults-test-helper many N                  write one key to N suites with 256 descriptors at most, exit
 import Dispatch
 import Foundation
 import ReactiveDefaults
@@ -18,6 +23,76 @@ import ReactiveDefaults
 #endif
 
 let arguments = CommandLine.arguments
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+
+switch (arguments.count, arguments.dropFirst().first) {
+case (4, "churn"):
+  // Saves of a large suite, one after another, until killed: the tests kill it at chosen moments.
+  guard let store = DefaultsStore(suiteName: arguments[2]), let count = Int(arguments[3]) else { exit(64) }
+  func key(_ index: Int) -> DefaultsKey<Int> { DefaultsKey("k\(index)", default: -1) }
+  let found = store.userDefaults.persistentDomain(forName: arguments[2])?.count ?? 0
+  if store[key(count - 1)] == -1 {
+    for index in 0..<count { store[key(index)] = 0 }
+    try store.save()
+  }
+  say("ready \(found)")
+  var round = 0
+  while true {
+    round += 1
+    store[DefaultsKey<Int>("round", default: 0)] = round
+    store[key(round % count)] = round
+    try store.save()
+  }
+case (3, "count"):
+  guard let store = DefaultsStore(suiteName: arguments[2]) else { exit(64) }
+  say("\(store.userDefaults.persistentDomain(forName: arguments[2])?.count ?? 0)")
+  exit(0)
+case (3, "fsize"):
+  // Writes past RLIMIT_FSIZE fail with EFBIG (SIGXFSZ ignored): a save that cannot be written whole.
+  guard let store = DefaultsStore(suiteName: arguments[2]) else { exit(64) }
+  signal(SIGXFSZ, SIG_IGN)
+  let key = DefaultsKey<String>("text", default: "")
+  store[key] = "small"
+  try store.save()
+  say("saved")
+  _ = readLine()
+  var limit = rlimit()
+  getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+  let original = limit
+  limit.rlim_cur = 1024
+  setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+  store[key] = String(repeating: "x", count: 8192)
+  do {
+    try store.save()
+    say("saved despite the limit")
+  } catch {
+    say("failed: \(error)")
+  }
+  _ = readLine()
+  limit = original
+  setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+  try store.save()
+  say("saved again")
+  exit(0)
+case (3, "many"):
+  // Every suite is saved at exit; a save must not need a descriptor per live suite.
+  guard let count = Int(arguments[2]) else { exit(64) }
+  var limit = rlimit()
+  getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+  limit.rlim_cur = 256
+  setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+  var stores: [DefaultsStore] = []
+  for index in 0..<count {
+    guard let store = DefaultsStore(suiteName: "many\(index)") else { exit(1) }
+    store[DefaultsKey<Int>("k", default: 0)] = index
+    stores.append(store)
+  }
+  say("written")
+  exit(0)
+default:
+  break
+}
+
 if arguments.count == 4, arguments[1] == "sweep" {
   // corelibs' synchronize() of DOMAIN also writes OTHER, which has an unsaved change: the flush must wait for
   // OTHER's lock as well.
@@ -37,8 +112,6 @@ guard arguments.count == 5, let store = DefaultsStore(suiteName: arguments[2]), 
     Data("usage: rdefaults-test-helper flush|noflush|exit|write|fds DOMAIN KEY INT\n".utf8))
   exit(64)
 }
-func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-
 let key = DefaultsKey<Int>(arguments[3], default: 0)
 store[key] = value
 switch arguments[1] {

@@ -171,4 +171,82 @@ private func backups(of path: String) -> [String] {
       #expect(issues.values.count == 1, "\(issues.values)")
     }
   }
+
+  /// A shared-reference bomb would hang corelibs (every process opening the suite): refused by the strict reader in
+  /// its budget, and moved out of corelibs' way.
+  @Test func aReferenceBombIsMovedAsideBeforeCorelibsReadsIt() async throws {
+    let bomb = HandMadeBinaryPlist.referenceBomb(levels: 22)
+    try await withPreparedSuite({ try bomb.write(to: URL(fileURLWithPath: $0)) }) { store, issues, path in
+      #expect(store[.count] == 0)
+      #expect(!FileManager.default.fileExists(atPath: path))
+      guard case .unreadableFile(_, _, let backup?)? = issues.values.first else {
+        Issue.record("no backup reported: \(issues.values)")
+        return
+      }
+      #expect(FileManager.default.contents(atPath: backup) == bomb)
+    }
+  }
+
+  /// A valid file nested 70 deep (Python and corelibs read it) is a domain, not a corrupt file.
+  @Test func aDeepValidBinaryPlistIsRead() async throws {
+    let deep = HandMadeBinaryPlist.deepDomain(depth: 70)
+    try await withPreparedSuite({ try deep.write(to: URL(fileURLWithPath: $0)) }) { store, issues, path in
+      #expect(store[.count] == 5)
+      #expect(issues.values.isEmpty, "\(issues.values)")
+      #expect(FileManager.default.contents(atPath: path) == deep)
+    }
+  }
+
+  /// corelibs would read a 1 GiB file whole (35 s, 4 GB): it is refused by its size, before reading, and moved
+  /// aside (a rename: no copy of a gigabyte).
+  @Test func aHugeFileIsRefusedByItsSizeAndMovedAside() async throws {
+    try await withPreparedSuite({ path in
+      _ = FileManager.default.createFile(atPath: path, contents: nil)
+      try #require(truncate(path, 1 << 30) == 0)
+    }) { store, issues, path in
+      #expect(store[.count] == 0)
+      guard case .unreadableFile(_, let reason, let backup?)? = issues.values.first else {
+        Issue.record("no backup reported: \(issues.values)")
+        return
+      }
+      #expect(reason.contains("64 MiB"), "\(reason)")
+      #expect(!FileManager.default.fileExists(atPath: path))
+      #expect((try? FileManager.default.attributesOfItem(atPath: backup)[.size] as? Int) == 1 << 30)
+      try? FileManager.default.removeItem(atPath: backup)
+    }
+  }
+
+  /// The same unreadable content found by several stores (or processes) is backed up once.
+  @Test func oneBackupPerDistinctContent() async throws {
+    let garbage = Data("garbage that stays".utf8)
+    try await withPreparedSuite({ try garbage.write(to: URL(fileURLWithPath: $0)) }) { _, issues, path in
+      guard case .unreadableFile(_, _, let backup?)? = issues.values.first else {
+        Issue.record("no backup reported: \(issues.values)")
+        return
+      }
+      let record = SuiteFileRecord(
+        file: SuiteFile(suiteName: (path as NSString).lastPathComponent.replacingOccurrences(of: ".plist", with: "")),
+        isStandardDomain: false)
+      // What another process's first look at the same file does.
+      guard case .unreadableFile(_, _, let again?)? = record.open() else {
+        Issue.record("not reported again")
+        return
+      }
+      #expect(again == backup)
+      #expect(backups(of: path) == [backup])
+    }
+  }
+
+  @Test func aSaveOverASymlinkedPlistThrowsAndLeavesTheTarget() async throws {
+    let victim = NSTemporaryDirectory() + "victim-" + UUID().uuidString
+    try Data("precious".utf8).write(to: URL(fileURLWithPath: victim))
+    defer { try? FileManager.default.removeItem(atPath: victim) }
+    try await withPreparedSuite({ try #require(symlink(victim, $0) == 0) }) { store, _, path in
+      store[.count] = 3
+      #expect(throws: DefaultsError.self) { try store.save() }
+      #expect(FileManager.default.contents(atPath: victim) == Data("precious".utf8))
+      var info = stat()
+      #expect(lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK)
+    }
+  }
 }

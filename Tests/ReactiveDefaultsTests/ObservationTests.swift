@@ -239,4 +239,31 @@ private func observeVolumeAndCount(
     store[.volume] = 0.9  // through the store, not the property
     #expect(fired.values == [true])
   }
+
+  /// IEEE NaN is not equal to itself; as a setting it is: writing NaN again notifies nobody.
+  @Test func aNaNWriteNotifiesOnce() async throws {
+    let (store, _) = makeStore()
+    let seen = Recorder<Double>()
+    let token = store.property(.volume).observe { seen.append($0) }
+    store[.volume] = .nan
+    store[.volume] = .nan
+    store[.volume] = 0.25
+    #expect(await seen.wait { $0.count == 3 })
+    #expect(seen.values.count == 3, "\(seen.values)")
+    #expect(seen.values[1].isNaN)
+    withExtendedLifetime(token) {}
+  }
+
+  /// Two bound properties used to echo a NaN forever (the setter never returned).
+  @Test func aBindingSettlesOnNaN() async throws {
+    let (store, _) = makeStore()
+    let other = DefaultsKey<Double>("other", default: 0)
+    let seen = Recorder<Double>()
+    let link = store.property(.volume).bind(to: store.property(other))
+    let token = store.property(other).observe { seen.append($0) }
+    store[.volume] = .nan
+    #expect(store[other].isNaN)
+    #expect(seen.values.count == 2, "\(seen.values)")
+    withExtendedLifetime((link, token)) {}
+  }
 }

@@ -184,12 +184,32 @@ struct SuiteFile: Sendable {
 
   /// The bytes of a domain as the suite file holds them: an XML property list, as corelibs writes it, so that
   /// corelibs' own rewrite of the same domain is recognised byte for byte.
-  static func encode(_ entries: [String: PropertyListValue]) throws(SaveFailure) -> Data {
+  static func encode(_ entries: [String: Any]) throws(SaveFailure) -> Data {
     do {
-      let object = entries.mapValues(\.foundationObject) as [String: Any]
-      return try PropertyListSerialization.data(fromPropertyList: object, format: .xml, options: 0)
+      return try PropertyListSerialization.data(fromPropertyList: entries, format: .xml, options: 0)
     } catch {
       throw SaveFailure("cannot encode the domain: \(error)")
+    }
+  }
+
+  /// What a file holds after corelibs' save, compared with what the library expected it to hold.
+  enum SavedContents {
+    case same
+    case absent
+    /// Readable, and other than expected: these bytes.
+    case different(Data)
+    case unreadable
+  }
+
+  /// Reads the plist after corelibs' save: the bytes are compared first, and parsed only when they differ.
+  static func contentsAfterSave(_ path: String, expected: Data) -> SavedContents {
+    do {
+      guard let bytes = try readBytes(path) else { return .absent }
+      if bytes == expected { return .same }
+      _ = try parseDomain(bytes)
+      return .different(bytes)
+    } catch {
+      return .unreadable
     }
   }
 
@@ -264,7 +284,7 @@ struct SuiteFile: Sendable {
   func keepCopy(of bytes: Data) -> String? {
     guard !bytes.isEmpty else { return nil }
     let backup = backupPath(for: bytes)
-    if (try? Self.readBytes(backup)) == bytes { return backup }
+    if (try? Self.readBytes(backup)) ?? nil == bytes { return backup }
     do {
       try Self.replaceAtomically(backup, with: bytes)
       return backup
@@ -278,7 +298,7 @@ struct SuiteFile: Sendable {
   func moveAside() -> String? {
     var info = stat()
     guard lstat(path, &info) == 0 else { return nil }
-    let bytes = Int64(info.st_size) <= Int64(Self.maximumSize) ? try? Self.readBytes(path) : nil
+    let bytes = Int64(info.st_size) <= Int64(Self.maximumSize) ? (try? Self.readBytes(path)) ?? nil : nil
     let target = bytes.map(backupPath(for:)) ?? path + ".corrupt-size\(info.st_size)-inode\(info.st_ino)"
     do {
       try Self.move(path, over: target)
@@ -289,9 +309,12 @@ struct SuiteFile: Sendable {
   }
 
   /// A small regular file's bytes (for comparing backups), never following a link.
-  private static func readBytes(_ path: String) throws(SuiteFileProblem) -> Data {
+  private static func readBytes(_ path: String) throws(SuiteFileProblem) -> Data? {
     let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-    guard descriptor >= 0 else { throw .cannotRead(String(cString: strerror(errno))) }
+    guard descriptor >= 0 else {
+      if errno == ENOENT { return nil }
+      throw .cannotRead(String(cString: strerror(errno)))
+    }
     defer { close(descriptor) }
     var info = stat()
     guard fstat(descriptor, &info) == 0 else { throw .cannotRead(String(cString: strerror(errno))) }

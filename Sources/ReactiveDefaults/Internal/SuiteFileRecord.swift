@@ -124,39 +124,44 @@ final class SuiteFileRecord: Sendable {
   func save(_ defaults: UserDefaults, keys: Set<String>) throws(SaveFailure) -> SaveOutcome {
     try file.withLock { () throws(SaveFailure) -> SaveOutcome in
       let check = try check()
-      var entries: [String: PropertyListValue]
-      do throws(SuiteFileProblem) {
-        entries = try file.settledRead()?.entries ?? [:]
-      } catch {
-        if error.isLeftAlone { throw SaveFailure("\(file.path) \(error.reason)") }
-        // Reported and backed up by the check: out of the way now, so that corelibs' own save does not read it.
-        if file.stamp() != nil && error != .empty && file.moveAside() == nil {
-          throw SaveFailure("cannot move the unreadable \(file.path) aside, so it was not replaced")
+      let bytes: Data
+      if !check.changedElsewhere && file.stamp() != nil {
+        // The file is as this process last saved or loaded it, so corelibs' memory is that file plus the
+        // unsaved writes: the merged domain as it stands, with no need to parse the file again.
+        bytes = try SuiteFile.encode(defaults.persistentDomain(forName: file.domainName) ?? [:])
+      } else {
+        var entries: [String: PropertyListValue]
+        do throws(SuiteFileProblem) {
+          entries = try file.settledRead()?.entries ?? [:]
+        } catch {
+          if error.isLeftAlone { throw SaveFailure("\(file.path) \(error.reason)") }
+          // Reported and backed up by the check: out of the way now, so that corelibs' own save does not read it.
+          if file.stamp() != nil && error != .empty && file.moveAside() == nil {
+            throw SaveFailure("cannot move the unreadable \(file.path) aside, so it was not replaced")
+          }
+          entries = [:]
         }
-        entries = [:]
+        let memory = defaults.persistentDomain(forName: file.domainName) ?? [:]
+        for key in keys { entries[key] = memory[key].flatMap(PropertyListValue.init(foundationObject:)) }
+        bytes = try SuiteFile.encode(entries.mapValues(\.foundationObject))
       }
-      let memory = defaults.persistentDomain(forName: file.domainName) ?? [:]
-      for key in keys { entries[key] = memory[key].flatMap(PropertyListValue.init(foundationObject:)) }
-      let bytes = try SuiteFile.encode(entries)
       let journal = file.journalPath
       try SuiteFile.writeNewFile(journal, bytes)
       synchronizeDomain()
       // corelibs' file can hold more than the journal: writes made with plain `UserDefaults` in this process, or
       // writes of ours that raced with this save. Unreadable (its in-place write failed halfway): the journal.
-      let written: SuiteFile.Domain??
-      do { written = try SuiteFile.read(file.path) } catch { written = .none }
-      switch written {
-      case .some(.some(let written)) where written.bytes != bytes:
+      switch SuiteFile.contentsAfterSave(file.path, expected: bytes) {
+      case .different(let written):
         do {
-          try SuiteFile.replaceAtomically(file.path, with: written.bytes)
+          try SuiteFile.replaceAtomically(file.path, with: written)
           unlink(journal)
         } catch {
           try SuiteFile.move(journal, over: file.path)
         }
-      case .some(.none):
+      case .absent:
         unlink(journal)
         try SuiteFile.flushFolder(of: journal)
-      default:
+      case .same, .unreadable:
         try SuiteFile.move(journal, over: file.path)
       }
       markSynced()

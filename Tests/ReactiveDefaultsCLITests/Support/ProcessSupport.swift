@@ -84,8 +84,16 @@ final class RunningTool: Sendable {
     error.fileHandleForReading.readabilityHandler = { errorLines.feed($0.availableData) }
     let termination = termination
     process.terminationHandler = { _ in termination.signal() }
+    process.standardInput = input
     try process.run()
     self.process = process
+  }
+
+  private let input = Pipe()
+
+  /// Sends one line to the process's standard input.
+  func send(_ line: String) {
+    input.fileHandleForWriting.write(Data((line + "\n").utf8))
   }
 
   private let termination = DispatchSemaphore(value: 0)

@@ -114,3 +114,78 @@ struct Layout: DefaultsCodable, Equatable {
 struct Opaque: DefaultsCodable {
   var items: [String]
 }
+
+/// A binary property list (`bplist00`) built object by object, for inputs no well-behaved writer makes: shared
+/// references and extreme nesting. References and offsets are 4 bytes wide.
+struct HandMadeBinaryPlist {
+  private(set) var objects: [[UInt8]] = []
+
+  /// Adds an object's encoded bytes; returns its reference.
+  @discardableResult
+  mutating func add(_ bytes: [UInt8]) -> Int {
+    objects.append(bytes)
+    return objects.count - 1
+  }
+
+  static func reference(_ index: Int) -> [UInt8] {
+    withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) }
+  }
+
+  /// An array (or, with `dictionary`, a dictionary: keys then values) of the given references.
+  static func container(_ references: [Int], dictionary: Bool = false) -> [UInt8] {
+    let count = dictionary ? references.count / 2 : references.count
+    let marker: UInt8 = dictionary ? 0xD0 : 0xA0
+    let header: [UInt8] =
+      count < 15
+      ? [marker | UInt8(count)] : [marker | 0x0F, 0x12] + withUnsafeBytes(of: UInt32(count).bigEndian) { Array($0) }
+    return header + references.flatMap(reference)
+  }
+
+  static func string(_ text: String) -> [UInt8] {
+    [0x50 | UInt8(text.utf8.count)] + Array(text.utf8)
+  }
+
+  static func integer(_ value: UInt8) -> [UInt8] { [0x10, value] }
+
+  /// The file, with `top` as its root object.
+  func data(top: Int) -> Data {
+    var bytes = Array("bplist00".utf8)
+    var offsets: [Int] = []
+    for object in objects {
+      offsets.append(bytes.count)
+      bytes += object
+    }
+    let table = bytes.count
+    for offset in offsets { bytes += Self.reference(offset) }
+    bytes += [0, 0, 0, 0, 0, 0, 4, 4]
+    for value in [objects.count, top, table] { bytes += withUnsafeBytes(of: UInt64(value).bigEndian) { Array($0) } }
+    return Data(bytes)
+  }
+
+  /// `{"k": a0}` where each array `a<i>` holds `a<i+1>` twice, `levels` deep: a few hundred bytes that stand for
+  /// 2^levels objects.
+  static func referenceBomb(levels: Int) -> Data {
+    var plist = HandMadeBinaryPlist()
+    let root = plist.add([])
+    let key = plist.add(string("k"))
+    let first = plist.objects.count
+    for level in 0..<levels { plist.add(container([first + level + 1, first + level + 1])) }
+    plist.add(integer(1))
+    plist.objects[root] = container([key, first], dictionary: true)
+    return plist.data(top: root)
+  }
+
+  /// `{"count": 5, "deep": [[[…1…]]]}` with `depth` nested arrays.
+  static func deepDomain(depth: Int) -> Data {
+    var plist = HandMadeBinaryPlist()
+    let root = plist.add([])
+    let countKey = plist.add(string("count"))
+    let five = plist.add(integer(5))
+    let deepKey = plist.add(string("deep"))
+    let first = plist.objects.count
+    for level in 0..<depth { plist.add(container([first + level + 1])) }
+    plist.add(integer(1))
+    plist.objects[root] = container([countKey, deepKey, five, first], dictionary: true)
+    return plist.data(top: root)
+  }
+}

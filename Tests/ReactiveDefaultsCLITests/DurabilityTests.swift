@@ -1,0 +1,194 @@
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A plist of `count` keys `k0`… with the value 0, written the way corelibs writes one.
+private func writeLargeSuite(_ path: String, count: Int) throws {
+  let entries = Dictionary(uniqueKeysWithValues: (0..<count).map { ("k\($0)", 0) })
+  try PropertyListSerialization.data(fromPropertyList: entries, format: .xml, options: 0)
+    .write(to: URL(fileURLWithPath: path))
+}
+
+private func keyCount(ofPlistAt path: String) throws -> Int {
+  let root = try PropertyListSerialization.propertyList(
+    from: try Data(contentsOf: URL(fileURLWithPath: path)), format: nil)
+  return (root as? [String: Any])?.count ?? -1
+}
+
+@Suite struct DurabilityTests {
+  /// A writer saving a 20,000-key suite over and over is killed 50 times: at random moments, and at the moment the
+  /// plist (corelibs' in-place rewrite) or the journal starts changing. Every time, the next open through the
+  /// library finds every key, and the file then parses. Without the journal, a kill timed to corelibs' rewrite
+  /// leaves an empty or cut file.
+  @Test func killingASaveAtFiftyMomentsLosesNoKey() async throws {
+    let config = makeConfigFolder()
+    let count = 20_000
+    try writeLargeSuite(config + "/big.plist", count: count)
+    for round in 0..<50 {
+      let watch = try #require(
+        ModificationWatch(folder: config, names: [round % 4 == 1 ? "big.plist.journal" : "big.plist"]))
+      let child = try RunningTool(["churn", "big", "\(count)"], config: config, tool: "rdefaults-test-helper")
+      // The child opened the suite through the library (completing any journal) and counted its keys.
+      #expect(await child.lines.wait { $0.first?.hasPrefix("ready") == true }, "round \(round)")
+      let opened = child.lines.lines.first.flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
+      #expect(opened >= count, "round \(round): the library found \(opened) keys after the previous kill")
+      #expect(try keyCount(ofPlistAt: config + "/big.plist") >= count, "round \(round)")
+      if round.isMultiple(of: 2) {
+        // Timed: the moment the file (or the journal) is first written to.
+        _ = try await offThePool { watch.wait(timeout: 30) }
+      } else {
+        let delay = Double.random(in: 0...0.4)
+        _ = try await offThePool { DispatchSemaphore(value: 0).wait(timeout: .now() + delay) }
+      }
+      await child.kill(SIGKILL)
+    }
+    let last = try await runTool(["count", "big"], config: config, tool: "rdefaults-test-helper")
+    #expect(Int(last.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0 > count)
+    #expect(try keyCount(ofPlistAt: config + "/big.plist") > count)
+  }
+
+  /// A save that cannot be written whole (the file size limit, as on a full disk) leaves the file byte for byte as
+  /// it was, is reported, and keeps the value pending: once the limit is lifted, the next save writes it.
+  @Test func aSaveThatFailsLeavesTheFileAsItWasAndIsTriedAgain() async throws {
+    let config = makeConfigFolder()
+    let path = config + "/limited.plist"
+    let child = try RunningTool(["fsize", "limited"], config: config, tool: "rdefaults-test-helper")
+    #expect(await child.lines.wait { $0 == ["saved"] })
+    let before = try Data(contentsOf: URL(fileURLWithPath: path))
+    child.send("go")
+    #expect(await child.lines.wait { $0.count == 2 })
+    let failure = child.lines.lines.last ?? ""
+    #expect(failure.hasPrefix("failed: Could not save \(path)"), "\(failure)")
+    #expect(failure.contains("File too large"), "\(failure)")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "the failed save changed the file")
+    #expect(!FileManager.default.fileExists(atPath: path + ".journal"), "a partial journal was left behind")
+    child.send("go")
+    #expect(await child.lines.wait { $0.last == "saved again" })
+    let saved = try await runTool(["read", "limited", "text"], config: config)
+    #expect(saved.output == String(repeating: "x", count: 8192) + "\n")
+  }
+
+  @Test func aConfigFolderThatIsAFileFailsTheWrite() async throws {
+    let file = makeConfigFolder() + "/not-a-folder"
+    try Data("x".utf8).write(to: URL(fileURLWithPath: file))
+    let result = try await runTool(["write", "d", "k", "v"], config: file)
+    #expect(result.status == 1)
+    #expect(result.error.hasPrefix("Error: Could not save"), "\(result.error)")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == Data("x".utf8))
+  }
+
+  @Test func aNameTooLongForTheFileSystemFailsTheWrite() async throws {
+    let config = makeConfigFolder()
+    let result = try await runTool(["write", String(repeating: "n", count: 300), "k", "v"], config: config)
+    #expect(result.status == 1)
+    #expect(result.error.contains("File name too long"), "\(result.error)")
+  }
+
+  @Test func aFolderInPlaceOfThePlistFailsTheWriteAndStays() async throws {
+    let config = makeConfigFolder()
+    try FileManager.default.createDirectory(atPath: config + "/d.plist", withIntermediateDirectories: true)
+    let result = try await runTool(["write", "d", "k", "v"], config: config)
+    #expect(result.status == 1)
+    #expect(result.error.contains("is a folder, not a file"), "\(result.error)")
+    var isFolder: ObjCBool = false
+    #expect(FileManager.default.fileExists(atPath: config + "/d.plist", isDirectory: &isFolder) && isFolder.boolValue)
+  }
+
+  /// Opening a FIFO blocks until a writer opens it: corelibs would hang reading one. It is moved aside, reported,
+  /// and the write goes to a real file.
+  @Test func aFIFOInPlaceOfThePlistNeverHangs() async throws {
+    let config = makeConfigFolder()
+    try #require(mkfifo(config + "/d.plist", 0o600) == 0)
+    let result = try await runTool(["write", "d", "k", "v"], config: config)
+    #expect(result.error.contains("is a FIFO, not a file"), "\(result.error)")
+    #expect(result.status == 0)
+    #expect(try await runTool(["read", "d", "k"], config: config).output == "v\n")
+  }
+
+  /// A symbolic link in place of the plist is never followed for writing: the save fails, the link's target keeps
+  /// its bytes and mode, and no backup copies the link.
+  @Test func aSymlinkedPlistIsLeftAloneAndItsTargetUntouched() async throws {
+    let config = makeConfigFolder()
+    let victim = config + "/victim.txt"
+    try Data("precious".utf8).write(to: URL(fileURLWithPath: victim))
+    try #require(chmod(victim, 0o644) == 0)
+    try #require(symlink(victim, config + "/d.plist") == 0)
+    let result = try await runTool(["write", "d", "k", "v"], config: config)
+    #expect(result.status == 1)
+    #expect(result.error.contains("is a symbolic link"), "\(result.error)")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: victim)) == Data("precious".utf8))
+    var info = stat()
+    #expect(stat(victim, &info) == 0 && info.st_mode & 0o777 == 0o644)
+    let files = try FileManager.default.contentsOfDirectory(atPath: config)
+    #expect(!files.contains { $0.contains("corrupt") }, "\(files)")
+    #expect(try await runTool(["read", "d"], config: config).status == 1)
+  }
+
+  @Test func aDanglingLockSymlinkCreatesNothing() async throws {
+    let config = makeConfigFolder()
+    let target = config + "/created-by-the-lock"
+    try #require(symlink(target, config + "/d.plist.lock") == 0)
+    let result = try await runTool(["write", "d", "k", "v"], config: config)
+    #expect(result.status == 1)
+    #expect(result.error.contains("lock file"), "\(result.error)")
+    #expect(!FileManager.default.fileExists(atPath: target))
+  }
+
+  /// A save used to lock every live suite of the process at once (one descriptor each): with 1,100 suites and 256
+  /// descriptors, suites were never written. Each save now holds its own suite's lock only.
+  @Test func elevenHundredLiveSuitesAllSave() async throws {
+    let config = makeConfigFolder()
+    let result = try await runTool(["many", "1100"], config: config, tool: "rdefaults-test-helper")
+    #expect(result.status == 0, "\(result.error)")
+    let saved = (0..<1100).filter { index in
+      let root = try? PropertyListSerialization.propertyList(
+        from: (try? Data(contentsOf: URL(fileURLWithPath: config + "/many\(index).plist"))) ?? Data(), format: nil)
+      return (root as? [String: Any])?["k"] as? Int == index
+    }
+    #expect(saved.count == 1100)
+  }
+
+  /// inotify drops a watch whose folder is removed: `watch` must pick the folder up again when it comes back.
+  @Test func watchKeepsWatchingWhenItsFolderIsRemovedAndComesBack() async throws {
+    let root = makeConfigFolder()
+    let config = root + "/config"
+    try await runTool(["write", "d", "k", "1"], config: config)
+    let watcher = try RunningTool(["watch", "d"], config: config)
+    #expect(await watcher.errorLines.wait { $0.contains { $0.hasPrefix("Watching") } })
+    for value in 2...4 {
+      try FileManager.default.removeItem(atPath: root)
+      try await runTool(["write", "d", "k", "\(value)"], config: config)
+      #expect(await watcher.lines.wait { $0.contains("k = \(value)") }, "\(watcher.lines.lines)")
+    }
+    await watcher.kill(SIGTERM)
+  }
+
+  /// corelibs' binary parser crashes on a plist holding a set; `import` reads through the strict reader.
+  @Test func importRefusesABinaryPlistWithASetWithoutCrashing() async throws {
+    let config = makeConfigFolder()
+    // {"k": [1]} as written by Python's plistlib, with the array marker (0xA1) turned into a set's (0xC1).
+    var bytes = try #require(
+      Data(base64Encoded: "YnBsaXN0MDDRAQJRa6EDEAEICw0PAAAAAAAAAQEAAAAAAAAABAAAAAAAAAAAAAAAAAAAABE="))
+    let marker = try #require(bytes.firstIndex(of: 0xA1))
+    bytes[marker] = 0xC1
+    let file = config + "/set.plist"
+    try bytes.write(to: URL(fileURLWithPath: file))
+    let result = try await runTool(["import", "d", file], config: config)
+    #expect(result.status == 1)
+    #expect(result.error.contains("cannot be imported"), "\(result.error)")
+  }
+
+  @Test func readingAnUnreadableDomainIsAnError() async throws {
+    let config = makeConfigFolder()
+    let garbage = Data("not a plist at all".utf8)
+    try garbage.write(to: URL(fileURLWithPath: config + "/d.plist"))
+    let result = try await runTool(["read", "d"], config: config)
+    #expect(result.status == 1)
+    #expect(result.error.contains("is not a property list"), "\(result.error)")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: config + "/d.plist")) == garbage, "reading changed the file")
+  }
+}
