@@ -61,6 +61,8 @@ public func fuzzOneInput(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
   let bytes = Data(bytes: start, count: count)
   var values: [PropertyListValue] = [.data(bytes), .string(String(decoding: bytes, as: UTF8.self))]
   _ = BinaryPropertyList.parse(bytes)
+  // Suite files and imports: the strict reader with its depth and node budget, and the size limit.
+  _ = try? SuiteFile.parseDomain(bytes)
   // corelibs' binary parser crashes on some malformed input (see BinaryPropertyListTests): the library never
   // hands it untrusted bytes, so neither does the harness.
   if !bytes.starts(with: Array("bplist".utf8)),
