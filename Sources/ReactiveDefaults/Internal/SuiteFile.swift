@@ -1,9 +1,5 @@
 import Foundation
 
-#if os(Linux)
-  // In a whole-module build, `stat` and its fields resolve through CoreFoundation once any file imports it.
-  import CoreFoundation
-#endif
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Musl)

@@ -1,9 +1,6 @@
 import Foundation
 import Synchronization
 
-#if os(Linux)
-  import CoreFoundation
-#endif
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Musl)
@@ -186,12 +183,8 @@ final class SuiteFileRecord: Sendable {
   /// next read loads the file.
   func synchronizeDomain() {
     #if os(Linux)
-      let name: CFString =
-        isStandardDomain
-        ? kCFPreferencesCurrentApplication : unsafeBitCast(NSString(string: file.domainName), to: CFString.self)
-      // A failure leaves corelibs' dirty list as it was; the file is judged by reading it afterwards.
-      let saved = CFPreferencesSynchronize(name, kCFPreferencesCurrentUser, kCFPreferencesAnyHost)
-      _ = saved
+      // A failure leaves corelibs' dirty list as it was; the caller judges the file by reading it afterwards.
+      _ = CorelibsPreferences.synchronize(domain: isStandardDomain ? nil : file.domainName)
     #endif
   }
 
