@@ -249,4 +249,58 @@ private func backups(of path: String) -> [String] {
       #expect(lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK)
     }
   }
+
+  /// A crash during corelibs' rewrite leaves a cut plist and a whole journal: the next open finishes the save.
+  @Test func aWholeJournalLeftByACrashReplacesTheCutFile() async throws {
+    let journal = try PropertyListSerialization.data(fromPropertyList: ["count": 9], format: .xml, options: 0)
+    try await withPreparedSuite({ path in
+      try journal.prefix(40).write(to: URL(fileURLWithPath: path))
+      try journal.write(to: URL(fileURLWithPath: path + ".journal"))
+    }) { store, issues, path in
+      #expect(store[.count] == 9)
+      #expect(issues.values.isEmpty, "\(issues.values)")
+      #expect(FileManager.default.contents(atPath: path) == journal)
+      #expect(!FileManager.default.fileExists(atPath: path + ".journal"))
+    }
+  }
+
+  /// A crash while the journal itself was written leaves it cut, and the plist untouched: the journal is dropped.
+  @Test func aCutJournalIsDroppedAndThePlistKept() async throws {
+    let plist = try PropertyListSerialization.data(fromPropertyList: ["count": 4], format: .xml, options: 0)
+    try await withPreparedSuite({ path in
+      try plist.write(to: URL(fileURLWithPath: path))
+      try plist.prefix(30).write(to: URL(fileURLWithPath: path + ".journal"))
+    }) { store, issues, path in
+      #expect(store[.count] == 4)
+      #expect(issues.values.isEmpty, "\(issues.values)")
+      #expect(FileManager.default.contents(atPath: path) == plist)
+      #expect(!FileManager.default.fileExists(atPath: path + ".journal"))
+    }
+  }
+
+  /// When another process changed the file, the library's journal is that file plus the library's writes; a plain
+  /// `UserDefaults` write in this process is only in corelibs' own save. The file the save leaves holds all three
+  /// (corelibs' file, replaced atomically), and no journal.
+  @Test func aPlainWriteInThisProcessIsSavedWithTheLibrarysWrites() async throws {
+    try await withPreparedSuite({ _ in }) { store, issues, path in
+      let name = (path as NSString).lastPathComponent.replacingOccurrences(of: ".plist", with: "")
+      store[.count] = 1
+      try store.save()
+      // Another process's save: a new file with a key of its own.
+      let theirs = try PropertyListSerialization.data(
+        fromPropertyList: ["count": 1, "theirs": true], format: .xml, options: 0)
+      try theirs.write(to: URL(fileURLWithPath: path), options: .atomic)
+      UserDefaults(suiteName: name)!.set("plain", forKey: "other")
+      store[.count] = 2
+      try store.save()
+      let root =
+        try PropertyListSerialization.propertyList(
+          from: try Data(contentsOf: URL(fileURLWithPath: path)), format: nil) as? [String: Any]
+      #expect(root?["count"] as? Int == 2)
+      #expect(root?["other"] as? String == "plain")
+      #expect(root?["theirs"] as? Bool == true)
+      #expect(!FileManager.default.fileExists(atPath: path + ".journal"))
+      #expect(issues.values.isEmpty, "\(issues.values)")
+    }
+  }
 }

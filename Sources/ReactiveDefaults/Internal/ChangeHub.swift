@@ -209,16 +209,17 @@ final class ChangeHub: Sendable {
     if record.isSynced { return }
     // The folder is gone (removed while watched): nothing to lock or read; corelibs' copy is dropped below.
     guard FileManager.default.fileExists(atPath: record.file.folder) else {
-      if state.withLock({ $0.unsavedKeys.isEmpty }) { record.synchronizeDomain() }
+      let hasUnsavedWrites = state.withLock { !$0.unsavedKeys.isEmpty }
+      // Writes of ours wait for the folder to come back (the next save creates it); else drop corelibs' copy.
+      if hasUnsavedWrites || !record.synchronizeDomain() { scheduleSave() }
       return refresh()
     }
     do {
       let (issue, reloaded) = try record.reload {
         // Under the hub's lock no write of ours can slip in: with nothing unsaved, corelibs only drops its cache.
         state.withLock { state in
-          guard state.unsavedKeys.isEmpty else { return false }
-          record.synchronizeDomain()
-          return true
+          // corelibs failing to drop its copy means it had something to write after all: save instead.
+          state.unsavedKeys.isEmpty && record.synchronizeDomain()
         }
       }
       announce(issue)

@@ -38,8 +38,8 @@
 
     private let folder: String
     private let inotify: Int32
-    /// The watch on the folder made at start; the thread owns the watches from then on.
-    private let initialWatch: Int32
+    /// The watches made at start; the thread owns them from then on.
+    private let initialWatches: Watches
     static let folderEvents =
       UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_DELETE) | UInt32(IN_DELETE_SELF)
       | UInt32(IN_MOVE_SELF)
@@ -50,15 +50,16 @@
     private let threadID = Atomic<UInt>(0)
 
     private init?(folder: String) {
-      try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
       let descriptor = inotify_init1(Int32(IN_CLOEXEC))
       guard descriptor >= 0 else { return nil }
-      let watch = inotify_add_watch(descriptor, folder, Self.folderEvents)
-      guard watch >= 0 else {
+      // A folder that does not exist yet is waited for, like one removed later: watching creates nothing.
+      var watches = Watches(folder: folder, current: inotify_add_watch(descriptor, folder, Self.folderEvents))
+      if watches.folderWatch < 0 { _ = watches.folderGone(descriptor) }
+      guard watches.folderWatch >= 0 || watches.ancestor >= 0 else {
         close(descriptor)
         return nil
       }
-      initialWatch = watch
+      initialWatches = watches
       var pipeEnds: [Int32] = [0, 0]
       guard pipe(&pipeEnds) == 0 else {
         close(descriptor)
@@ -99,8 +100,9 @@
         }
         guard isEmpty, watchers[watcher.folder] === watcher else { return false }
         watchers[watcher.folder] = nil
+        // The pipe is empty and blocking: the one byte is written unless a signal interrupts the call.
         var byte: UInt8 = 1
-        _ = write(watcher.wakePipe.write, &byte, 1)
+        while write(watcher.wakePipe.write, &byte, 1) != 1 && errno == EINTR {}
         return true
       }
       // Wait (outside the lock) until the thread has closed its descriptors, so that nothing outlives the last
@@ -121,7 +123,7 @@
       let bufferSize = 64 * 1024
       let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
       defer { buffer.deallocate() }
-      var watches = Watches(folder: folder, current: initialWatch)
+      var watches = initialWatches
       var descriptors = [
         pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
         pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0),

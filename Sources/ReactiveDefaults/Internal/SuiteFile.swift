@@ -279,10 +279,11 @@ struct SuiteFile: Sendable {
     return path + ".corrupt-" + String(hash, radix: 16)
   }
 
-  /// Keeps a copy of an unreadable regular file's bytes beside it (nothing for an empty one). Returns the backup's
-  /// path, or nil when it could not be written (a full disk: then no partial backup is left either).
-  func keepCopy(of bytes: Data) -> String? {
-    guard !bytes.isEmpty else { return nil }
+  /// Keeps a copy of an unreadable regular file's bytes beside it (nothing for an empty one), read without
+  /// following a link. Returns the backup's path, or nil when it could not be written (a full disk: then no partial
+  /// backup is left either).
+  func keepCopy() -> String? {
+    guard let bytes = (try? Self.readBytes(path)) ?? nil, !bytes.isEmpty else { return nil }
     let backup = backupPath(for: bytes)
     if (try? Self.readBytes(backup)) ?? nil == bytes { return backup }
     do {

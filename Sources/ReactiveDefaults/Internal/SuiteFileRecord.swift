@@ -49,6 +49,8 @@ final class SuiteFileRecord: Sendable {
   /// What checking the file found.
   struct Check {
     var issue: DefaultsError?
+    /// The domain the check read, when it read one (a save merges into it instead of reading the file again).
+    var domain: SuiteFile.Domain?
     /// The file is not as this process last saved or loaded it: another process wrote it.
     var changedElsewhere = false
   }
@@ -82,7 +84,7 @@ final class SuiteFileRecord: Sendable {
     var result = Check(changedElsewhere: stamp != synced)
     guard stamp != checked else { return result }
     do throws(SuiteFileProblem) {
-      _ = try file.settledRead()
+      result.domain = try file.settledRead()
     } catch {
       let backup: String?
       if case .notAFile(let kind) = error, kind != SuiteFileProblem.folder {
@@ -93,7 +95,7 @@ final class SuiteFileRecord: Sendable {
       } else if error.endangersReaders {
         backup = file.moveAside()
       } else {
-        backup = (try? Self.bytes(of: file)).flatMap(file.keepCopy(of:))
+        backup = file.keepCopy()
       }
       result.issue = .unreadableFile(path: file.path, reason: error.reason, backup: backup)
     }
@@ -103,10 +105,6 @@ final class SuiteFileRecord: Sendable {
       if let issue = result.issue { state.found = Array((state.found + [issue]).suffix(16)) }
     }
     return result
-  }
-
-  private static func bytes(of file: SuiteFile) throws -> Data {
-    try Data(contentsOf: URL(fileURLWithPath: file.path))
   }
 
   /// What a save did besides saving.
@@ -129,7 +127,11 @@ final class SuiteFileRecord: Sendable {
       } else {
         var entries: [String: PropertyListValue]
         do throws(SuiteFileProblem) {
-          entries = try file.settledRead()?.entries ?? [:]
+          if let domain = check.domain {
+            entries = domain.entries
+          } else {
+            entries = try file.settledRead()?.entries ?? [:]
+          }
         } catch {
           if error.isLeftAlone { throw SaveFailure("\(file.path) \(error.reason)") }
           // Reported and backed up by the check: out of the way now, so that corelibs' own save does not read it.
@@ -144,10 +146,11 @@ final class SuiteFileRecord: Sendable {
       }
       let journal = file.journalPath
       try SuiteFile.writeNewFile(journal, bytes)
-      synchronizeDomain()
       // corelibs' file can hold more than the journal: writes made with plain `UserDefaults` in this process, or
-      // writes of ours that raced with this save. Unreadable (its in-place write failed halfway): the journal.
-      switch SuiteFile.contentsAfterSave(file.path, expected: bytes) {
+      // writes of ours that raced with this save. When corelibs' save failed (its in-place write may have stopped
+      // halfway), or its file is unreadable, the journal replaces it.
+      let saved = synchronizeDomain() ? SuiteFile.contentsAfterSave(file.path, expected: bytes) : .unreadable
+      switch saved {
       case .different(let written):
         do {
           try SuiteFile.replaceAtomically(file.path, with: written)
@@ -181,10 +184,12 @@ final class SuiteFileRecord: Sendable {
   /// Has corelibs save this suite's domain alone (its `UserDefaults.synchronize()` saves every domain of the
   /// process, each in place). With nothing unsaved it writes nothing: it only drops its cached copy, so the
   /// next read loads the file.
-  func synchronizeDomain() {
+  /// Returns false when corelibs' save failed: its dirty list is then as it was.
+  func synchronizeDomain() -> Bool {
     #if os(Linux)
-      // A failure leaves corelibs' dirty list as it was; the caller judges the file by reading it afterwards.
-      _ = CorelibsPreferences.synchronize(domain: isStandardDomain ? nil : file.domainName)
+      CorelibsPreferences.synchronize(domain: isStandardDomain ? nil : file.domainName)
+    #else
+      true
     #endif
   }
 
