@@ -17,9 +17,16 @@ public final class DefaultsStore: Sendable {
   public static let standard = DefaultsStore(UserDefaults.standard)
 
   /// The `UserDefaults` instance this store reads and writes.
-  public var userDefaults: UserDefaults { hub.defaults }
+  ///
+  /// An in-memory store (``inMemory(_:)``) has none: this is then an instance of an unused suite that the store
+  /// never reads or writes.
+  public var userDefaults: UserDefaults { hub.storage.userDefaults ?? Self.detachedDefaults.instance }
 
-  /// The suite's name, when the store was made with ``init(suiteName:)``.
+  private static let detachedDefaults = SendableDefaults(
+    instance: UserDefaults(suiteName: "ReactiveDefaults.inMemory")!)
+
+  /// The suite's name: the one given to ``init(suiteName:)``, or the suite of the instance given to ``init(_:)``
+  /// when Foundation lets the library tell it (on Linux). `nil` for the standard suite and in-memory stores.
   public var suiteName: String? { hub.suiteName }
 
   let hub: ChangeHub
@@ -43,6 +50,33 @@ public final class DefaultsStore: Sendable {
   public init(_ userDefaults: UserDefaults) {
     self.hub = HubRegistry.hub(for: userDefaults)
     listenForFileIssues()
+  }
+
+  /// A store over the given hub (in-memory stores; tests).
+  init(hub: ChangeHub) {
+    self.hub = hub
+    listenForFileIssues()
+  }
+
+  /// A new, isolated store that keeps its values in memory: it never reads or writes `UserDefaults` or disk.
+  ///
+  /// It behaves as every other store does (typed reads, reported mismatches, observers, ``DefaultsProperty/values``,
+  /// ``DefaultsProperty/bind(to:)``, Observation, ``reset(_:)``); ``flush()``, ``save()`` and ``refresh()`` have
+  /// nothing to do. Use it in unit tests and previews, one per test:
+  ///
+  /// ```swift
+  /// @Test func muteSetsTheVolumeToZero() {
+  ///   let store = DefaultsStore.inMemory()
+  ///   let player = Player(settings: store)
+  ///   player.mute()
+  ///   #expect(store[.volume] == 0)
+  /// }
+  /// ```
+  ///
+  /// - Parameter values: The values it starts with, by key name, in their stored form.
+  /// - Returns: A new store; each call makes another, empty unless given values.
+  public static func inMemory(_ values: [String: PropertyListValue] = [:]) -> DefaultsStore {
+    DefaultsStore(hub: ChangeHub(storage: MemoryStorage(values), suiteName: nil, suiteIsKnown: true))
   }
 
   deinit {
@@ -156,7 +190,7 @@ public final class DefaultsStore: Sendable {
     } catch {
       throw .encodingFailed(key: key.name, type: "\(Value.self)", reason: "\(error)")
     }
-    hub.write(stored.map(ChangeHub.Write.set) ?? .remove, forKey: key.name)
+    hub.write(stored.map(StorageWrite.set) ?? .remove, forKey: key.name)
   }
 
   /// Removes the key, so reads give its default again; notifies its observers if it held a value.
@@ -168,7 +202,9 @@ public final class DefaultsStore: Sendable {
   }
 
   /// Re-reads the observed keys and notifies the observers of those that changed behind the library's back
-  /// (for example through a plain `UserDefaults` call). Keys nobody observes are not read.
+  /// (for example through a plain `UserDefaults` call). Keys nobody observes are not read. (It does not reload the
+  /// file: corelibs' copy in memory is what a plain `UserDefaults` call changed. Another process's save is
+  /// reloaded when its file event arrives.)
   public func refresh() {
     hub.refresh()
   }
@@ -214,18 +250,7 @@ public final class DefaultsStore: Sendable {
   /// - Parameter onChange: Called on a background thread after the suite was reloaded from disk.
   /// - Returns: The token that keeps the watch alive.
   @_spi(Tools) public func watchSuiteFile(_ onChange: @escaping @Sendable () -> Void) -> DefaultsObservation? {
-    #if os(Linux)
-      guard let file = hub.file else { return nil }
-      let hub = hub
-      let subscription = FolderWatcher.subscribe(folder: file.folder, fileName: file.fileName) {
-        hub.reload()
-        onChange()
-      }
-      guard let subscription else { return nil }
-      return DefaultsObservation { subscription.cancel() }
-    #else
-      return nil
-    #endif
+    hub.persistence?.watchFile(onChange)
   }
 
   /// The suite's plist file, when known.
@@ -237,9 +262,7 @@ public final class DefaultsStore: Sendable {
   ///
   /// - Throws: ``DefaultsError/saveFailed(path:reason:)`` when the file could not be removed.
   @_spi(Tools) public func removeSuite() throws(DefaultsError) {
-    if let name = suiteName, let persistent = userDefaults.persistentDomain(forName: name) {
-      for key in persistent.keys { hub.write(.remove, forKey: key) }
-    }
+    for key in hub.storage.snapshot().keys { hub.write(.remove, forKey: key) }
     // An empty domain is saved as no file at all, as corelibs does.
     try hub.save()
   }
@@ -267,7 +290,7 @@ public final class DefaultsStore: Sendable {
   // MARK: Internals shared with properties and observers
 
   private func stored<Value>(for key: DefaultsKey<Value>) -> Any? {
-    key.name.isEmpty ? nil : hub.defaults.object(forKey: key.name)
+    key.name.isEmpty ? nil : hub.storage.object(forKey: key.name)
   }
 
   /// Decodes what storage returned for a key; the failure says why the default applies.

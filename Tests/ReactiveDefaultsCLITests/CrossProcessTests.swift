@@ -93,7 +93,7 @@ private func waitFor(_ condition: @escaping @Sendable () -> Bool, signal: Dispat
     try #require(descriptor >= 0 && flock(descriptor, LOCK_EX) == 0)
     defer { close(descriptor) }
     let child = try RunningTool(["sweep", "saved", "other"], config: config, tool: "rdefaults-test-helper")
-    #expect(await child.lines.wait { $0 == ["written"] })
+    #expect(await child.lines.wait { $0.first == "written" })
     #expect(await child.lines.wait { $0.contains("flushed") }, "the save waited for another suite's lock")
     #expect(!FileManager.default.fileExists(atPath: config + "/other.plist"), "the save wrote another suite")
     #expect(try await runTool(["read", "saved", "k"], config: config).output == "1\n")

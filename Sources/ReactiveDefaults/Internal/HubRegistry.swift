@@ -1,10 +1,12 @@
 import Foundation
 import Synchronization
 
-/// Finds the one ``ChangeHub`` of a suite in this process, by suite name or by `UserDefaults` instance.
+/// Finds the one ``ChangeHub`` of a suite in this process, however the store was made: by suite name, over the
+/// library's own instance, over any other instance of the same suite, or over `UserDefaults.standard`.
 ///
-/// Hubs are held weakly: a hub lives while a store, property or observation uses it, and a later lookup
-/// makes a new one.
+/// Hubs are held weakly: a hub lives while a store, property or observation uses it, and a later lookup makes a
+/// new one. A hub is built outside the registry's lock (building one checks the suite's file, under its lock);
+/// when two threads build one for the same suite, the first inserted wins and the other is discarded.
 enum HubRegistry {
   private enum Key: Hashable {
     case suite(String)
@@ -16,33 +18,74 @@ enum HubRegistry {
   }
 
   private static let hubs = Locked<[Key: WeakHub]>([:])
+  /// Live hubs whose suite is unknown: while there is one, every write is re-checked by the other hubs.
+  static let unknownSuiteHubs = Atomic<Int>(0)
 
   /// The hub of a named suite, made (with its `UserDefaults`) on first use; nil if Foundation refuses the name.
   static func hub(suiteName: String) -> ChangeHub? {
-    hubs.withLock { hubs in
-      sweep(&hubs)
-      if let hub = hubs[.suite(suiteName)]?.hub { return hub }
-      guard let defaults = UserDefaults(suiteName: suiteName) else { return nil }
-      let hub = ChangeHub(defaults: defaults, suiteName: suiteName)
-      hubs[.suite(suiteName)] = WeakHub(hub: hub)
-      hubs[.instance(ObjectIdentifier(defaults))] = WeakHub(hub: hub)
-      return hub
-    }
+    if let hub = lookUp([.suite(suiteName)]) { return hub }
+    guard let defaults = UserDefaults(suiteName: suiteName) else { return nil }
+    let candidate = ChangeHub(
+      storage: UserDefaultsStorage(defaults, domain: (suiteName, false)), suiteName: suiteName, suiteIsKnown: true)
+    return insert(candidate, keys: [.suite(suiteName), .instance(ObjectIdentifier(defaults))])
   }
 
-  /// The hub of an existing `UserDefaults` instance (the same hub as its suite's when the library made it).
+  /// The hub of an existing `UserDefaults` instance: the hub of its suite when the suite can be told, else one of
+  /// the instance's own.
   static func hub(for defaults: UserDefaults) -> ChangeHub {
+    let domain = domain(of: defaults)
+    // Only the hub's own instance is registered by identity: it keeps the instance alive, so no other instance can
+    // take its address.
+    if let domain, let hub = lookUp([.suite(domain.name)]) { return hub }
+    if let hub = lookUp([.instance(ObjectIdentifier(defaults))]) { return hub }
+    let candidate = ChangeHub(
+      storage: UserDefaultsStorage(defaults, domain: domain),
+      suiteName: domain.flatMap { $0.isStandard ? nil : $0.name },
+      suiteIsKnown: domain != nil)
+    return insert(candidate, keys: (domain.map { [.suite($0.name)] } ?? []) + [.instance(ObjectIdentifier(defaults))])
+  }
+
+  /// The suite of an instance. Foundation does not say; on Linux, corelibs' `UserDefaults` is Swift and keeps it
+  /// in a stored property that reflection reads. Where that fails (Apple platforms), the suite is unknown.
+  private static func domain(of defaults: UserDefaults) -> (name: String, isStandard: Bool)? {
+    #if os(Linux)
+      if defaults === UserDefaults.standard { return (SuiteFile.standardDomainName, true) }
+      for child in Mirror(reflecting: defaults).children where child.label == "suite" {
+        guard let suite = child.value as? String? else { return nil }
+        guard let suite else { return (SuiteFile.standardDomainName, true) }
+        return DefaultsStore.isValidSuiteName(suite) ? (suite, false) : nil
+      }
+    #endif
+    return nil
+  }
+
+  private static func lookUp(_ keys: [Key]) -> ChangeHub? {
     hubs.withLock { hubs in
-      sweep(&hubs)
-      if let hub = hubs[.instance(ObjectIdentifier(defaults))]?.hub { return hub }
-      let hub = ChangeHub(defaults: defaults, suiteName: nil)
-      hubs[.instance(ObjectIdentifier(defaults))] = WeakHub(hub: hub)
-      return hub
+      for key in keys { if let hub = hubs[key]?.hub { return hub } }
+      return nil
     }
   }
 
-  private static func sweep(_ hubs: inout [Key: WeakHub]) {
-    // Few suites live in a process; dropping dead entries on each lookup keeps the table small.
-    hubs = hubs.filter { $0.value.hub != nil }
+  /// Inserts a hub built outside the lock, unless another was inserted meanwhile: then that one is returned, and
+  /// the candidate is released after the lock.
+  private static func insert(_ candidate: ChangeHub, keys: [Key]) -> ChangeHub {
+    hubs.withLock { hubs in
+      // Few suites live in a process; dropping dead entries on each insertion keeps the table small.
+      hubs = hubs.filter { $0.value.hub != nil }
+      for key in keys { if let existing = hubs[key]?.hub { return existing } }
+      for key in keys { hubs[key] = WeakHub(hub: candidate) }
+      return candidate
+    }
+  }
+
+  /// Tells the other hubs that `keys` were written through `hub`, when any hub's suite is unknown (it may be the
+  /// same suite).
+  static func didWrite(_ keys: [String], through hub: ChangeHub) {
+    guard unknownSuiteHubs.load(ordering: .relaxed) > 0, hub.storage.userDefaults != nil else { return }
+    let others = hubs.withLock { hubs in
+      var seen = Set<ObjectIdentifier>([ObjectIdentifier(hub)])
+      return hubs.values.compactMap(\.hub).filter { seen.insert(ObjectIdentifier($0)).inserted }
+    }
+    for other in others where !(other.suiteIsKnown && hub.suiteIsKnown) { other.recheck(keys) }
   }
 }

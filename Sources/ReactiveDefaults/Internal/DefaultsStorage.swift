@@ -1,0 +1,47 @@
+import Foundation
+
+/// What a write does to storage.
+enum StorageWrite: Sendable {
+  case set(PropertyListValue)
+  case remove
+  /// A URL written the platform's way: Apple's own `set(_: URL?, forKey:)` on Apple platforms, the library's
+  /// keyed archive elsewhere.
+  case url(URL)
+}
+
+/// Where a suite's values live: the one seam between the change hub and `UserDefaults` or memory.
+///
+/// Implementations: ``UserDefaultsStorage`` (on Linux with a ``SuitePersistence`` that owns the plist file; on
+/// Apple platforms the preferences daemon owns it) and ``MemoryStorage``. The hub calls ``apply(_:forKey:)``, which
+/// may call back into unknown code (Apple's key-value and notification observers run inside `UserDefaults.set`),
+/// outside every lock of its own, one write at a time (see ``WriteGate``).
+protocol DefaultsStorage: AnyObject, Sendable {
+  /// The stored object as Foundation hands it out (the typed read's fast path compares its type), or nil.
+  func object(forKey key: String) -> Any?
+  /// The stored value in property-list form; nil when absent or not a property-list value.
+  func value(forKey key: String) -> PropertyListValue?
+  /// Writes, and returns the value now stored.
+  func apply(_ write: StorageWrite, forKey key: String) -> PropertyListValue?
+  /// Every key and value of the suite's own domain (no registered defaults, no arguments).
+  func snapshot() -> [String: PropertyListValue]
+  /// Starts telling `handler` of changes the hub did not make (`didChangeNotification`, a simulated foreign
+  /// write), on the thread that learned of them: possibly inside a write of the hub's.
+  func observeExternalChanges(_ handler: @escaping @Sendable () -> Void)
+  /// The library's handling of the suite's file (Linux, a suite whose name is known), else nil.
+  var persistence: SuitePersistence? { get }
+  /// The `UserDefaults` instance behind the storage, if there is one.
+  var userDefaults: UserDefaults? { get }
+}
+
+extension DefaultsStorage {
+  func value(forKey key: String) -> PropertyListValue? {
+    object(forKey: key).flatMap(PropertyListValue.init(foundationObject:))
+  }
+}
+
+/// A `UserDefaults` reference that may cross threads: Apple documents `UserDefaults` as thread-safe, and recent
+/// Apple SDKs mark it `Sendable`, while corelibs Foundation does not. (A wrapper, not `nonisolated(unsafe)`, which
+/// warns where the SDK already says `Sendable`.)
+struct SendableDefaults: @unchecked Sendable {
+  let instance: UserDefaults
+}

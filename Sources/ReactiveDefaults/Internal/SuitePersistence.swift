@@ -1,0 +1,270 @@
+import Foundation
+import Synchronization
+
+/// The library's handling of one suite's plist on Linux: coalesced saves, the save at exit, reloads when another
+/// process writes the file, the folder watch, and the file's problems. The file operations themselves (lock,
+/// journal, atomic rename, checks) are ``SuiteFileRecord``'s.
+///
+/// It serves one hub, through the ``Hooks`` the hub attaches; it holds no reference to the hub, so it can outlive
+/// it: a hub dropped with unsaved writes hands them to a background save (``handOff()``), never saving in `deinit`.
+final class SuitePersistence: Sendable {
+  /// What the persistence asks of its hub.
+  struct Hooks: Sendable {
+    /// Re-reads the observed keys and tells their observers (after a reload, or a save that merged another
+    /// process's changes).
+    var refresh: @Sendable () -> Void
+    /// Tells the stores' issue handlers.
+    var announce: @Sendable (DefaultsError) -> Void
+    /// Runs the body while no write is in progress.
+    var excludingWrites: @Sendable (() -> Bool) -> Bool
+  }
+
+  /// What a write means for saving, decided under the lock and done after it.
+  enum WriteAction {
+    case none
+    /// The first unsaved write: a save in ``saveDelay``, and one at exit.
+    case scheduleSave
+    /// Enough unsaved keys that a save now is cheaper than letting corelibs' dirty list grow.
+    case saveNow
+  }
+
+  private struct State {
+    /// Keys written since the last save.
+    var unsavedKeys: Set<String> = []
+    var saveScheduled = false
+    var reloadScheduled = false
+    var hooks: Hooks?
+
+    mutating func wrote(_ key: String, saveAfter maximum: Int) -> WriteAction {
+      let first = unsavedKeys.isEmpty
+      unsavedKeys.insert(key)
+      if unsavedKeys.count >= maximum { return .saveNow }
+      guard first, !saveScheduled else { return .none }
+      saveScheduled = true
+      return .scheduleSave
+    }
+
+    mutating func takeUnsavedKeys() -> Set<String> {
+      defer { unsavedKeys.removeAll() }
+      return unsavedKeys
+    }
+  }
+
+  private let defaults: SendableDefaults
+  let record: SuiteFileRecord
+  var file: SuiteFile { record.file }
+  private let state = Locked(State())
+  #if os(Linux)
+    private let watch = Locked<FolderWatcher.Subscription?>(nil)
+  #endif
+
+  /// How long after a write its coalesced save runs: well inside the promised 100 ms.
+  static let saveDelay: DispatchTimeInterval = .milliseconds(50)
+  /// Distinct keys written since the last save that trigger a save at once: corelibs' cost of adding a key grows
+  /// with the number of unsaved keys, and a save costs O(keys in the file). Saving every √(file size in bytes)
+  /// keys (at least 256) balances the two.
+  static let minimumUnsavedKeysBeforeSave = 256
+
+  /// Saves of hubs that were dropped with unsaved writes (tests wait on it).
+  static let handOffs = DispatchGroup()
+
+  init(defaults: UserDefaults, domainName: String, isStandard: Bool) {
+    self.defaults = SendableDefaults(instance: defaults)
+    record = SuiteFileRecord(file: SuiteFile(suiteName: domainName), isStandardDomain: isStandard)
+    // Before corelibs reads the file: complete a save a crash interrupted, and check the file (an unreadable one
+    // is kept aside before any save could replace it; one corelibs could crash or hang on is moved away). Only
+    // when there is a file: opening a suite that does not exist creates nothing.
+    if record.file.stamp() != nil || record.file.journalState() != .absent {
+      _ = record.open()  // a problem is kept in the record's found issues, replayed to each issue handler
+    }
+  }
+
+  deinit {
+    SaveOnExit.remove(self)
+    #if os(Linux)
+      watch.withLock { $0 }?.cancel()
+    #endif
+  }
+
+  /// Connects the persistence to its hub.
+  func attach(_ hooks: Hooks) {
+    state.withLock { $0.hooks = hooks }
+  }
+
+  private var hooks: Hooks? { state.withLock { $0.hooks } }
+
+  /// The file problems found so far (most recent last, at most 16).
+  var foundIssues: [DefaultsError] { record.foundIssues }
+
+  // MARK: Saving
+
+  /// Records a write of `key` (called inside the write); returns what to do about saving, after the write.
+  func wrote(_ key: String) -> WriteAction {
+    let maximum = max(
+      Self.minimumUnsavedKeysBeforeSave, Int(Double(record.savedFileSize.load(ordering: .relaxed)).squareRoot()))
+    return state.withLock { $0.wrote(key, saveAfter: maximum) }
+  }
+
+  /// Does what ``wrote(_:)`` decided.
+  func perform(_ action: WriteAction) {
+    switch action {
+    case .none: break
+    case .saveNow: saveReportingFailure()
+    case .scheduleSave:
+      SaveOnExit.add(self)
+      DispatchQueue.global().asyncAfter(deadline: .now() + Self.saveDelay) { [weak self] in
+        guard let self else { return }
+        // A flush (or a reload) since the write already saved it: nothing to do, no lock to take.
+        let pending = self.state.withLock { state in
+          state.saveScheduled = false
+          return !state.unsavedKeys.isEmpty
+        }
+        if pending { self.saveReportingFailure() }
+      }
+    }
+  }
+
+  var hasUnsavedWrites: Bool { state.withLock { !$0.unsavedKeys.isEmpty } }
+
+  /// Saves now: pending writes reach disk, merged with what other processes saved. On failure the file is as it
+  /// was and the writes stay pending for the next save.
+  func save() throws(DefaultsError) {
+    let keys = state.withLock { $0.takeUnsavedKeys() }
+    SaveOnExit.remove(self)
+    do {
+      let outcome = try record.save(defaults.instance, keys: keys)
+      if let issue = outcome.issue { hooks?.announce(issue) }
+      // The save merged another process's changes into memory: tell the observers.
+      if outcome.changedElsewhere { hooks?.refresh() }
+    } catch {
+      if !keys.isEmpty {
+        state.withLock { $0.unsavedKeys.formUnion(keys) }
+        SaveOnExit.add(self)
+      }
+      throw .saveFailed(path: file.path, reason: error.reason)
+    }
+  }
+
+  /// ``save()``, with a failure reported to the stores' issue handlers (the background save, the save at exit).
+  func saveReportingFailure() {
+    do { try save() } catch { hooks?.announce(error) }
+  }
+
+  /// The hub is going away: its unsaved writes are saved in the background (this object lives until then).
+  func handOff() {
+    guard hasUnsavedWrites else { return }
+    Self.handOffs.enter()
+    DispatchQueue.global().async { [self] in
+      saveReportingFailure()
+      Self.handOffs.leave()
+    }
+  }
+
+  // MARK: Reloading and watching
+
+  /// Reloads the suite from disk and tells the hub, which notifies the observers of keys that changed.
+  func reload() {
+    let hooks = hooks
+    defer { hooks?.refresh() }
+    // The file is as this process last saved or read it (the event was our own save): nothing to reload. Without
+    // this, every save of a large domain paid for a reload and a refresh of every observed key.
+    if record.isSynced { return }
+    // The folder is gone (removed while watched): nothing to lock or read. Writes of ours wait for it (the next
+    // save creates it); else corelibs' copy is dropped.
+    guard FileManager.default.fileExists(atPath: file.folder) else {
+      if hasUnsavedWrites || !record.synchronizeDomain() { perform(.scheduleSave) }
+      return
+    }
+    do {
+      let (issue, reloaded) = try record.reload {
+        // With no write in progress and nothing unsaved, corelibs only drops its cached copy; if it fails to,
+        // it had something to write after all: save instead.
+        hooks?.excludingWrites { !self.hasUnsavedWrites && self.record.synchronizeDomain() } ?? false
+      }
+      if let issue { hooks?.announce(issue) }
+      // Writes of ours are pending: a save merges the file with them, which is a reload too.
+      if !reloaded { saveReportingFailure() }
+    } catch {
+      // Only the lock can fail here: the file stays as it is, to be reloaded at its next change.
+      hooks?.announce(.unreadableFile(path: file.path, reason: "cannot be reloaded: \(error.reason)", backup: nil))
+    }
+  }
+
+  /// Schedules one reload for a burst of file events.
+  private func fileChanged() {
+    let first = state.withLock { state in
+      defer { state.reloadScheduled = true }
+      return !state.reloadScheduled
+    }
+    guard first else { return }
+    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(5)) { [weak self] in
+      guard let self else { return }
+      self.state.withLock { $0.reloadScheduled = false }
+      self.reload()
+    }
+  }
+
+  /// Watches the suite's file while `wanted` (while the hub has observers).
+  func setWatching(_ wanted: Bool) {
+    #if os(Linux)
+      let file = file
+      let ended = watch.withLock { subscription -> FolderWatcher.Subscription? in
+        if wanted && subscription == nil {
+          subscription = FolderWatcher.subscribe(folder: file.folder, fileName: file.fileName) { [weak self] in
+            self?.fileChanged()
+          }
+        } else if !wanted, let current = subscription {
+          subscription = nil
+          return current
+        }
+        return nil
+      }
+      ended?.cancel()
+    #endif
+  }
+
+  /// Calls `onChange` after each reload caused by a change of the file, until the returned token ends (tools
+  /// that watch a whole domain).
+  func watchFile(_ onChange: @escaping @Sendable () -> Void) -> DefaultsObservation? {
+    #if os(Linux)
+      let subscription = FolderWatcher.subscribe(folder: file.folder, fileName: file.fileName) { [weak self] in
+        self?.reload()
+        onChange()
+      }
+      return subscription.map { subscription in DefaultsObservation { subscription.cancel() } }
+    #else
+      return nil
+    #endif
+  }
+}
+
+/// Saves, at normal process exit, the suites whose coalesced save has not run yet: `set` then `exit(0)` loses
+/// nothing.
+enum SaveOnExit {
+  private static let pending = Locked<[ObjectIdentifier: WeakPersistence]>([:])
+  private static let installed: Bool = {
+    atexit { SaveOnExit.saveAll() }
+    return true
+  }()
+
+  private struct WeakPersistence {
+    weak var persistence: SuitePersistence?
+  }
+
+  static func add(_ persistence: SuitePersistence) {
+    _ = installed
+    pending.withLock { $0[ObjectIdentifier(persistence)] = WeakPersistence(persistence: persistence) }
+  }
+
+  static func remove(_ persistence: SuitePersistence) {
+    _ = pending.withLock { $0.removeValue(forKey: ObjectIdentifier(persistence)) }
+  }
+
+  private static func saveAll() {
+    let all = pending.withLock { pending in
+      defer { pending = [:] }
+      return pending.values.compactMap(\.persistence)
+    }
+    for persistence in all { persistence.saveReportingFailure() }
+  }
+}

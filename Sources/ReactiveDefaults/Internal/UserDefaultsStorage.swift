@@ -1,0 +1,79 @@
+import Foundation
+
+/// A suite in `UserDefaults`: the storage of every store made by suite name or over an instance.
+///
+/// On Linux, when the suite's name is known, a ``SuitePersistence`` handles its plist file (locked, atomic saves;
+/// reloads on file events). On Apple platforms the preferences daemon owns the files.
+final class UserDefaultsStorage: DefaultsStorage {
+  private let defaults: SendableDefaults
+  let persistence: SuitePersistence?
+  private let notificationToken = Locked<NotificationToken?>(nil)
+
+  /// - Parameters:
+  ///   - defaults: The instance to read and write.
+  ///   - domain: The suite's name when known, and whether it is the application's own (standard) domain.
+  init(_ defaults: UserDefaults, domain: (name: String, isStandard: Bool)?) {
+    self.defaults = SendableDefaults(instance: defaults)
+    #if os(Linux)
+      persistence = domain.map { SuitePersistence(defaults: defaults, domainName: $0.name, isStandard: $0.isStandard) }
+    #else
+      persistence = nil
+    #endif
+    // corelibs answers stale reads on a cold suite used from several threads at once: warm it up here (after the
+    // persistence checked the file, so that corelibs never reads a file that could crash or hang it).
+    _ = defaults.object(forKey: "ReactiveDefaults.warmUp")
+  }
+
+  deinit {
+    if let token = notificationToken.withLock({ $0 }) { NotificationCenter.default.removeObserver(token.observer) }
+  }
+
+  var userDefaults: UserDefaults? { defaults.instance }
+
+  func object(forKey key: String) -> Any? {
+    defaults.instance.object(forKey: key)
+  }
+
+  func value(forKey key: String) -> PropertyListValue? {
+    defaults.instance.object(forKey: key).flatMap(PropertyListValue.init(foundationObject:))
+  }
+
+  func apply(_ write: StorageWrite, forKey key: String) -> PropertyListValue? {
+    switch write {
+    case .set(let value):
+      defaults.instance.set(value.foundationObject, forKey: key)
+      return value
+    case .remove:
+      defaults.instance.removeObject(forKey: key)
+      return nil
+    case .url(let url):
+      #if canImport(Darwin)
+        // Apple's own form (a keyed archive, home folder abbreviated as `~`), which Apple's `url(forKey:)` reads.
+        defaults.instance.set(url, forKey: key)
+        return value(forKey: key)
+      #else
+        // corelibs' `set(_: URL?)` keeps only the path: the library writes the keyed archive itself.
+        let archive = try? url.propertyListValue()
+        return apply(archive.map(StorageWrite.set) ?? .remove, forKey: key)
+      #endif
+    }
+  }
+
+  func snapshot() -> [String: PropertyListValue] {
+    guard let name = persistence?.file.domainName else { return [:] }
+    return (defaults.instance.persistentDomain(forName: name) ?? [:]).compactMapValues(
+      PropertyListValue.init(foundationObject:))
+  }
+
+  func observeExternalChanges(_ handler: @escaping @Sendable () -> Void) {
+    let token = NotificationCenter.default.addObserver(
+      forName: UserDefaults.didChangeNotification, object: defaults.instance, queue: nil
+    ) { _ in handler() }
+    notificationToken.withLock { $0 = NotificationToken(observer: token) }
+  }
+}
+
+/// The token `NotificationCenter` returns: an immutable handle, only ever passed back to `removeObserver`.
+private struct NotificationToken: @unchecked Sendable {
+  let observer: any NSObjectProtocol
+}
