@@ -19,8 +19,8 @@ private func observeVolumeAndCount(
 }
 
 @Suite struct ObservationTests {
-  @Test func observeDeliversTheCurrentValueThenChanges() {
-    let (store, _) = makeStore()
+  @Test(arguments: Storage.allCases) func observeDeliversTheCurrentValueThenChanges(storage: Storage) {
+    let (store, _) = makeStore(storage)
     store[.volume] = 0.1
     let seen = Recorder<Double>()
     let token = store.property(.volume).observe { seen.append($0) }
@@ -35,8 +35,8 @@ private func observeVolumeAndCount(
     #expect(store.hub.observerCount == 0)
   }
 
-  @Test func initialFalseSkipsTheCurrentValue() {
-    let (store, _) = makeStore()
+  @Test(arguments: Storage.allCases) func initialFalseSkipsTheCurrentValue(storage: Storage) {
+    let (store, _) = makeStore(storage)
     let seen = Recorder<Int>()
     let token = store.property(.count).observe(initial: false) { seen.append($0) }
     store[.count] = 0  // the value it already has: not a change
@@ -45,8 +45,8 @@ private func observeVolumeAndCount(
     _ = token
   }
 
-  @Test func droppingTheTokenEndsTheObservation() {
-    let (store, _) = makeStore()
+  @Test(arguments: Storage.allCases) func droppingTheTokenEndsTheObservation(storage: Storage) {
+    let (store, _) = makeStore(storage)
     let seen = Recorder<Int>()
     do {
       let token = store.property(.count).observe { seen.append($0) }
@@ -68,8 +68,8 @@ private func observeVolumeAndCount(
     _ = token
   }
 
-  @Test func writingTheStoredValueAgainNotifiesNobody() {
-    let (store, _) = makeStore()
+  @Test(arguments: Storage.allCases) func writingTheStoredValueAgainNotifiesNobody(storage: Storage) {
+    let (store, _) = makeStore(storage)
     let seen = Recorder<String?>()
     let token = store.property(.nickname).observe { seen.append($0) }
     store[.nickname] = nil  // nil → nil
@@ -82,8 +82,8 @@ private func observeVolumeAndCount(
     _ = token
   }
 
-  @Test func deDuplicatesValuesThatAreNotEquatable() {
-    let (store, _) = makeStore()
+  @Test(arguments: Storage.allCases) func deDuplicatesValuesThatAreNotEquatable(storage: Storage) {
+    let (store, _) = makeStore(storage)
     let key = DefaultsKey<Opaque>("opaque", default: Opaque(items: []))
     let seen = Recorder<[String]>()
     let token = store.property(key).observe { seen.append($0.items) }
@@ -94,8 +94,8 @@ private func observeVolumeAndCount(
     _ = token
   }
 
-  @Test func onlyTheChangedKeysObserversRun() {
-    let (store, _) = makeStore()
+  @Test(arguments: Storage.allCases) func onlyTheChangedKeysObserversRun(storage: Storage) {
+    let (store, _) = makeStore(storage)
     let (volumes, counts, tokens) = observeVolumeAndCount(store)
     store[.volume] = 1
     store[.volume] = 2
@@ -104,8 +104,8 @@ private func observeVolumeAndCount(
     _ = tokens
   }
 
-  @Test func observersRunAfterTheValueIsVisible() {
-    let (store, _) = makeStore()
+  @Test(arguments: Storage.allCases) func observersRunAfterTheValueIsVisible(storage: Storage) {
+    let (store, _) = makeStore(storage)
     let readInside = Recorder<Int>()
     let token = store.property(.count).observe(initial: false) { _ in readInside.append(store[.count]) }
     store[.count] = 9
@@ -124,8 +124,8 @@ private func observeVolumeAndCount(
     _ = token
   }
 
-  @Test func typeMismatchesReachObserversAsTheDefault() {
-    let (store, issues) = makeStore()
+  @Test(arguments: Storage.allCases) func typeMismatchesReachObserversAsTheDefault(storage: Storage) {
+    let (store, issues) = makeStore(storage)
     let seen = Recorder<Double>()
     let token = store.property(.volume).observe { seen.append($0) }
     store[.volume] = 0.7
@@ -136,8 +136,8 @@ private func observeVolumeAndCount(
     _ = token
   }
 
-  @Test func reentrantWritesFromACallbackDoNotDeadlock() {
-    let (store, _) = makeStore()
+  @Test(arguments: Storage.allCases) func reentrantWritesFromACallbackDoNotDeadlock(storage: Storage) {
+    let (store, _) = makeStore(storage)
     let seen = Recorder<Int>()
     let token = store.property(.count).observe { value in
       seen.append(value)
@@ -176,9 +176,9 @@ private func observeVolumeAndCount(
     _ = token
   }
 
-  @Test func bindKeepsTwoPropertiesEqualBothWays() {
-    let (first, _) = makeStore()
-    let (second, _) = makeStore()
+  @Test(arguments: Storage.allCases) func bindKeepsTwoPropertiesEqualBothWays(storage: Storage) {
+    let (first, _) = makeStore(storage)
+    let (second, _) = makeStore(storage)
     // Values are checked through the stores: reading `value` would add an Observation subscription.
     let a = first.property(.volume)
     let b = second.property(.volume)
@@ -202,8 +202,10 @@ private func observeVolumeAndCount(
     _ = watch
   }
 
-  @Test func eachObserverSeesTheFinalValueAndNeverGoesBackwardsPerWriter() async {
-    let (store, _) = makeStore()
+  @Test(arguments: Storage.allCases) func eachObserverSeesTheFinalValueAndNeverGoesBackwardsPerWriter(storage: Storage)
+    async
+  {
+    let (store, _) = makeStore(storage)
     let observers = (0..<4).map { _ in Recorder<Int>() }
     let tokens = observers.map { recorder in store.property(.count).observe { recorder.append($0) } }
     await withTaskGroup(of: Void.self) { group in
@@ -225,8 +227,8 @@ private func observeVolumeAndCount(
     _ = tokens
   }
 
-  @Test func withObservationTrackingSeesChanges() {
-    let (store, _) = makeStore()
+  @Test(arguments: Storage.allCases) func withObservationTrackingSeesChanges(storage: Storage) {
+    let (store, _) = makeStore(storage)
     let volume = store.property(.volume)
     let fired = Recorder<Bool>()
     withObservationTracking {
@@ -241,8 +243,8 @@ private func observeVolumeAndCount(
   }
 
   /// IEEE NaN is not equal to itself; as a setting it is: writing NaN again notifies nobody.
-  @Test func aNaNWriteNotifiesOnce() async throws {
-    let (store, _) = makeStore()
+  @Test(arguments: Storage.allCases) func aNaNWriteNotifiesOnce(storage: Storage) async throws {
+    let (store, _) = makeStore(storage)
     let seen = Recorder<Double>()
     let token = store.property(.volume).observe { seen.append($0) }
     store[.volume] = .nan
@@ -255,8 +257,8 @@ private func observeVolumeAndCount(
   }
 
   /// Two bound properties used to echo a NaN forever (the setter never returned).
-  @Test func aBindingSettlesOnNaN() async throws {
-    let (store, _) = makeStore()
+  @Test(arguments: Storage.allCases) func aBindingSettlesOnNaN(storage: Storage) async throws {
+    let (store, _) = makeStore(storage)
     let other = DefaultsKey<Double>("other", default: 0)
     let seen = Recorder<Double>()
     let link = store.property(.volume).bind(to: store.property(other))

@@ -3,8 +3,8 @@ import ReactiveDefaults
 import Testing
 
 @Suite struct StoreTests {
-  @Test func readsTheDefaultWhileAbsent() throws {
-    let (store, issues) = makeStore()
+  @Test(arguments: Storage.allCases) func readsTheDefaultWhileAbsent(storage: Storage) throws {
+    let (store, issues) = makeStore(storage)
     #expect(store[.volume] == 0.5)
     #expect(store[.documentURL] == nil)
     #expect(try store.value(for: .theme) == .system)
@@ -41,8 +41,8 @@ import Testing
     #expect(expected.description.contains("volume"))
   }
 
-  @Test func emptyKeyNamesAreRefused() {
-    let (store, issues) = makeStore()
+  @Test(arguments: Storage.allCases) func emptyKeyNamesAreRefused(storage: Storage) {
+    let (store, issues) = makeStore(storage)
     let empty = DefaultsKey<Int>("", default: 3)
     store[empty] = 5
     #expect(store[empty] == 3)

@@ -4,8 +4,8 @@ import Testing
 @testable import ReactiveDefaults
 
 @Suite struct StreamTests {
-  @Test func streamYieldsTheCurrentValueThenDistinctChanges() async {
-    let (store, _) = makeStore()
+  @Test(arguments: Storage.allCases) func streamYieldsTheCurrentValueThenDistinctChanges(storage: Storage) async {
+    let (store, _) = makeStore(storage)
     store[.count] = 1
     let seen = Recorder<Int>()
     let stream = store.property(.count).values
@@ -22,8 +22,8 @@ import Testing
     consumer.cancel()
   }
 
-  @Test func slowConsumersGetTheNewestValueOnly() async {
-    let (store, _) = makeStore()
+  @Test(arguments: Storage.allCases) func slowConsumersGetTheNewestValueOnly(storage: Storage) async {
+    let (store, _) = makeStore(storage)
     let stream = store.property(.count).values
     // Nobody consumes yet: the buffer keeps only the newest value.
     for step in 1...100 { store[.count] = step }
@@ -33,8 +33,8 @@ import Testing
     #expect(await iterator.next() == 101)
   }
 
-  @Test func cancellingTheConsumerRemovesTheObserver() async {
-    let (store, _) = makeStore()
+  @Test(arguments: Storage.allCases) func cancellingTheConsumerRemovesTheObserver(storage: Storage) async {
+    let (store, _) = makeStore(storage)
     let seen = Recorder<Int>()
     let stream = store.property(.count).values
     let consumer = Task {
@@ -49,8 +49,8 @@ import Testing
     #expect(seen.values == [0, -1])
   }
 
-  @Test func droppingAStreamRemovesItsObserver() async {
-    let (store, _) = makeStore()
+  @Test(arguments: Storage.allCases) func droppingAStreamRemovesItsObserver(storage: Storage) async {
+    let (store, _) = makeStore(storage)
     let seen = Recorder<Int>()
     do {
       let stream = store.property(.count).values

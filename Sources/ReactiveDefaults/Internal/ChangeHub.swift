@@ -89,6 +89,8 @@ final class ChangeHub: Sendable {
   private let state = Locked(State())
   private let gate = WriteGate()
   private let refreshScheduled = Atomic<Bool>(false)
+  /// Refreshes scheduled by outside-change notifications so far (for tests: the hub's own writes schedule none).
+  let externalRefreshCount = Atomic<Int>(0)
   private let issueListeners = Locked<[ObjectIdentifier: @Sendable (DefaultsError) -> Void]>([:])
 
   init(storage: any DefaultsStorage, suiteName: String?, suiteIsKnown: Bool) {
@@ -211,6 +213,7 @@ final class ChangeHub: Sendable {
     // Coalesce a burst of notifications into one refresh, off the posting thread (which may hold locks).
     guard refreshScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
     else { return }
+    externalRefreshCount.add(1, ordering: .relaxed)
     DispatchQueue.global().async { [weak self] in
       guard let self else { return }
       self.refreshScheduled.store(false, ordering: .releasing)

@@ -32,8 +32,10 @@ enum HubRegistry {
 
   /// The hub of an existing `UserDefaults` instance: the hub of its suite when the suite can be told, else one of
   /// the instance's own.
-  static func hub(for defaults: UserDefaults) -> ChangeHub {
-    let domain = domain(of: defaults)
+  ///
+  /// - Parameter suiteIsTold: false to make the hub as on Apple platforms, where the suite cannot be told (tests).
+  static func hub(for defaults: UserDefaults, suiteIsTold: Bool = true) -> ChangeHub {
+    let domain = suiteIsTold ? domain(of: defaults) : nil
     // Only the hub's own instance is registered by identity: it keeps the instance alive, so no other instance can
     // take its address.
     if let domain, let hub = lookUp([.suite(domain.name)]) { return hub }

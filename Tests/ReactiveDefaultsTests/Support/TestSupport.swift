@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import Testing
 
 @testable import ReactiveDefaults
 
@@ -187,5 +188,25 @@ struct HandMadeBinaryPlist {
     plist.add(integer(1))
     plist.objects[root] = container([countKey, deepKey, five, first], dictionary: true)
     return plist.data(top: root)
+  }
+}
+
+/// The storages that storage-neutral tests run against: a real suite (`UserDefaults`, its file) and memory.
+enum Storage: String, CaseIterable, Sendable, CustomTestStringConvertible {
+  case suite
+  case memory
+
+  var testDescription: String { rawValue }
+}
+
+/// A store over a fresh suite or a new in-memory store, with its issues recorded.
+func makeStore(_ storage: Storage, _ function: String = #function) -> (DefaultsStore, Recorder<DefaultsError>) {
+  switch storage {
+  case .suite: return makeStore(function)
+  case .memory:
+    let store = DefaultsStore.inMemory()
+    let issues = Recorder<DefaultsError>()
+    store.issueHandler = { issues.append($0) }
+    return (store, issues)
   }
 }

@@ -1,0 +1,268 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import ReactiveDefaults
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What an app's observer does from inside `UserDefaults.set` (Apple calls key-value and notification observers
+/// synchronously there, on the writing thread).
+enum Reentry: String, CaseIterable, Sendable, CustomTestStringConvertible {
+  case writeAnotherKey, writeTheSameKey, refresh, registerAnObserver, readAPropertyForTheFirstTime
+  var testDescription: String { rawValue }
+}
+
+/// An in-memory store that behaves as Apple's `UserDefaults`: `onWrite` runs inside every write, and the change
+/// notification is posted there too.
+private func appleLikeStore(
+  onWrite: @escaping @Sendable (DefaultsStore, String) -> Void
+) -> (DefaultsStore, MemoryStorage) {
+  let box = Mutex<DefaultsStore?>(nil)
+  let storage = MemoryStorage(
+    behavior: .init(
+      postsChangesInsideWrites: true,
+      onWrite: { key in
+        if let store = box.withLock({ $0 }) { onWrite(store, key) }
+      }))
+  let store = DefaultsStore(hub: ChangeHub(storage: storage, suiteName: nil, suiteIsKnown: true))
+  box.withLock { $0 = store }
+  return (store, storage)
+}
+
+/// Runs `body` on a thread of its own; false when it has not finished within `timeout` (a deadlock).
+private func finishes(timeout: Double = 30, _ body: @escaping @Sendable () -> Void) -> Bool {
+  let done = DispatchSemaphore(value: 0)
+  Thread {
+    body()
+    done.signal()
+  }.start()
+  return done.wait(timeout: .now() + timeout) == .success
+}
+
+private let other = DefaultsKey<Int>("other", default: 0)
+
+@Suite struct ReentrancyTests {
+  /// Each thing an app's observer may do from inside a write: no deadlock, every observer ends on the stored
+  /// value, and per key an observer never sees an older value after a newer one.
+  @Test(arguments: Reentry.allCases)
+  func storageCallbacksInsideAWriteDoNotDeadlock(reentry: Reentry) {
+    let tokens = Recorder<DefaultsObservation>()
+    let (store, _) = appleLikeStore { store, key in
+      guard key == "count" else { return }
+      let value = store[.count]
+      switch reentry {
+      case .writeAnotherKey: store[other] = value
+      case .writeTheSameKey: if value.isMultiple(of: 2) == false { store[.count] = value + 1 }
+      case .refresh: store.refresh()
+      case .registerAnObserver: tokens.append(store.property(.count).observe { _ in })
+      case .readAPropertyForTheFirstTime: _ = store.property(other).value
+      }
+    }
+    let counts = Recorder<Int>()
+    let others = Recorder<Int>()
+    let countToken = store.property(.count).observe { counts.append($0) }
+    let otherToken = store.property(other).observe { others.append($0) }
+    #expect(
+      finishes {
+        for value in 1...20 { store[.count] = value }
+      }, "deadlock")
+    #expect(counts.last == store[.count])
+    #expect(others.last == store[other])
+    #expect(counts.values == counts.values.sorted() && Set(counts.values).count == counts.count, "\(counts.values)")
+    #expect(store[.count] == 20)
+    if reentry == .writeAnotherKey { #expect(store[other] == 20) }
+    if reentry == .registerAnObserver { #expect(store.hub.observerCount == 2 + 20) }
+    withExtendedLifetime((countToken, otherToken, tokens)) {}
+  }
+
+  /// Writes from two threads while callbacks write from inside: the versions stay in storage order.
+  @Test func concurrentWritersWithCallbacksConverge() {
+    let (store, _) = appleLikeStore { store, key in
+      if key == "count" { store[other] = store[.count] }
+    }
+    let seen = Recorder<Int>()
+    let token = store.property(other).observe { seen.append($0) }
+    #expect(
+      finishes {
+        DispatchQueue.concurrentPerform(iterations: 2) { writer in
+          for value in 0..<500 { store[.count] = value * 2 + writer }
+        }
+      }, "deadlock")
+    #expect(seen.last == store[other])
+    #expect(store[other] == store[.count])
+    withExtendedLifetime(token) {}
+  }
+}
+
+@Suite struct AppleBehaviorTests {
+  /// A write by "another process" (reported the way key-value observing reports it) reaches the observer once.
+  @Test func aForeignWriteReachesObserversOnce() async {
+    let (store, storage) = appleLikeStore { _, _ in }
+    let seen = Recorder<Int>()
+    let token = store.property(.count).observe { seen.append($0) }
+    storage.writeFromOutside(.integer(7), forKey: "count")
+    #expect(await seen.wait { $0 == [0, 7] })
+    storage.writeFromOutside(.integer(7), forKey: "count")
+    store[.count] = 8
+    #expect(seen.values == [0, 7, 8], "\(seen.values)")
+    withExtendedLifetime(token) {}
+  }
+
+  /// Apple posts `didChangeNotification` inside the library's own write: the write is delivered once, and the
+  /// notification schedules no refresh (the hub recognises its own write); a foreign write's does.
+  @Test func ourOwnWriteSchedulesNoRefresh() async {
+    let (store, storage) = appleLikeStore { _, _ in }
+    let seen = Recorder<Int>()
+    let token = store.property(.count).observe { seen.append($0) }
+    for value in 1...5 { store[.count] = value }
+    #expect(seen.values == [0, 1, 2, 3, 4, 5])
+    #expect(store.hub.externalRefreshCount.load(ordering: .relaxed) == 0)
+    storage.writeFromOutside(.integer(6), forKey: "count")
+    #expect(store.hub.externalRefreshCount.load(ordering: .relaxed) == 1)
+    #expect(await seen.wait { $0.last == 6 })
+    withExtendedLifetime(token) {}
+  }
+}
+
+@Suite struct StorePairingTests {
+  /// A store by name and a store over an instance of the same suite, made in either order, share one hub: each sees
+  /// the other's writes at once, in process.
+  @Test(arguments: [false, true])
+  func aNamedStoreAndAStoreOverAnInstanceShareChanges(instanceFirst: Bool) {
+    let name = makeSuiteName()
+    defer { removeSuiteFile(name) }
+    let instance = UserDefaults(suiteName: name)!
+    let (byName, overInstance) =
+      instanceFirst
+      ? {
+        let over = DefaultsStore(instance); return (DefaultsStore(suiteName: name)!, over)
+      }()
+      : {
+        let named = DefaultsStore(suiteName: name)!; return (named, DefaultsStore(instance))
+      }()
+    #expect(byName.hub === overInstance.hub)
+    #expect(overInstance.suiteName == name)
+    let seenByName = Recorder<Int>()
+    let seenOverInstance = Recorder<Int>()
+    let tokens = [
+      byName.property(.count).observe { seenByName.append($0) },
+      overInstance.property(.count).observe { seenOverInstance.append($0) },
+    ]
+    overInstance[.count] = 1
+    byName[.count] = 2
+    #expect(seenByName.values == [0, 1, 2])
+    #expect(seenOverInstance.values == [0, 1, 2])
+    withExtendedLifetime(tokens) {}
+  }
+
+  @Test func theStandardStoreAndStoresOverStandardInstancesShareOneHub() {
+    #expect(DefaultsStore(UserDefaults.standard).hub === DefaultsStore.standard.hub)
+    #if os(Linux)
+      // A `UserDefaults()` has no suite: it is the application's own domain, as `.standard` is.
+      #expect(DefaultsStore(UserDefaults()).hub === DefaultsStore.standard.hub)
+    #endif
+  }
+
+  /// Where the suite of an instance cannot be told (Apple platforms), its hub re-checks each key other hubs write.
+  @Test func aHubWhoseSuiteIsUnknownSeesWritesThroughOtherStores() {
+    let name = makeSuiteName()
+    defer { removeSuiteFile(name) }
+    let named = DefaultsStore(suiteName: name)!
+    let instance = UserDefaults(suiteName: name)!
+    let unknown = DefaultsStore(hub: HubRegistry.hub(for: instance, suiteIsTold: false))
+    #expect(!unknown.hub.suiteIsKnown && unknown.hub !== named.hub)
+    let seenByUnknown = Recorder<Int>()
+    let seenByNamed = Recorder<Int>()
+    let tokens = [
+      unknown.property(.count).observe { seenByUnknown.append($0) },
+      named.property(.count).observe { seenByNamed.append($0) },
+    ]
+    named[.count] = 3
+    #expect(seenByUnknown.values == [0, 3])
+    unknown[.count] = 4
+    #expect(seenByNamed.values == [0, 3, 4])
+    withExtendedLifetime(tokens) {}
+  }
+}
+
+#if os(Linux)
+  @Suite struct HubLifecycleTests {
+    /// Making a store checks its suite's file under the suite's lock, which another process may hold. That wait
+    /// must not hold up the making of a store of another suite (hubs are built outside the registry's lock).
+    @Test func aStoreWaitingForALockedSuiteDoesNotBlockAnotherSuite() throws {
+      let locked = makeSuiteName()
+      defer { removeSuiteFile(locked) }
+      let path = preferencesFolder.appendingPathComponent("\(locked).plist").path
+      try PropertyListSerialization.data(fromPropertyList: ["count": 1], format: .xml, options: 0)
+        .write(to: URL(fileURLWithPath: path))
+      let descriptor = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+      try #require(descriptor >= 0 && flock(descriptor, LOCK_EX) == 0)
+      let waiting = DispatchSemaphore(value: 0)
+      Thread {
+        _ = DefaultsStore(suiteName: locked)
+        waiting.signal()
+      }.start()
+      // While that store waits for the lock (it cannot have finished), another suite's store is made at once.
+      #expect(waiting.wait(timeout: .now() + 0.2) == .timedOut)
+      #expect(finishes(timeout: 30) { _ = DefaultsStore(suiteName: makeSuiteName()) })
+      flock(descriptor, LOCK_UN)
+      close(descriptor)
+      #expect(waiting.wait(timeout: .now() + 30) == .success)
+    }
+
+    /// A hub dropped with unsaved writes does not save in its deinit (which may run on any thread, holding
+    /// anything): it hands them to a background save, which writes them.
+    @Test func aDroppedHubWithUnsavedWritesStillSavesThem() throws {
+      let name = makeSuiteName()
+      defer { removeSuiteFile(name) }
+      weak var droppedHub: ChangeHub?
+      do {
+        let store = DefaultsStore(suiteName: name)!
+        droppedHub = store.hub
+        store[.count] = 41
+      }
+      #expect(droppedHub == nil)
+      #expect(SuitePersistence.handOffs.wait(timeout: .now() + 30) == .success)
+      let data = try Data(contentsOf: preferencesFolder.appendingPathComponent("\(name).plist"))
+      let root = try PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any]
+      #expect(root?["count"] as? Int == 41)
+    }
+  }
+#endif
+
+@Suite struct InMemoryStoreTests {
+  @Test func startsWithTheGivenValuesAndReportsMismatches() {
+    let store = DefaultsStore.inMemory(["count": .integer(3), "volume": .string("loud")])
+    let issues = Recorder<DefaultsError>()
+    store.issueHandler = { issues.append($0) }
+    #expect(store[.count] == 3)
+    #expect(store[.volume] == 0.5)
+    #expect(issues.values == [.typeMismatch(key: "volume", expected: "Double", found: "String")])
+  }
+
+  @Test func eachStoreIsNewAndIsolated() {
+    let first = DefaultsStore.inMemory()
+    let second = DefaultsStore.inMemory()
+    first[.count] = 1
+    #expect(second[.count] == 0)
+    #expect(first.userDefaults.object(forKey: "count") == nil, "the store wrote to UserDefaults")
+    #expect(first.suiteName == nil)
+  }
+
+  @Test func flushSaveAndRefreshDoNothingHarmful() throws {
+    let store = DefaultsStore.inMemory()
+    let seen = Recorder<Int>()
+    let token = store.property(.count).observe { seen.append($0) }
+    store[.count] = 2
+    store.flush()
+    try store.save()
+    store.refresh()
+    #expect(store[.count] == 2)
+    #expect(seen.values == [0, 2])
+    withExtendedLifetime(token) {}
+  }
+}
