@@ -35,9 +35,11 @@ let package = Package(
     .executableTarget(name: "rdefaults", dependencies: ["ReactiveDefaultsCLI"]),
     // A second process for the durability tests; not a product.
     .executableTarget(name: "rdefaults-test-helper", dependencies: ["ReactiveDefaults"]),
+    // What every test target waits with; not a product.
+    .target(name: "TestSupport", path: "Tests/TestSupport"),
     .testTarget(
       name: "ReactiveDefaultsCLITests",
-      dependencies: ["ReactiveDefaultsCLI", "ReactiveDefaults", "rdefaults", "rdefaults-test-helper"]
+      dependencies: ["ReactiveDefaultsCLI", "ReactiveDefaults", "rdefaults", "rdefaults-test-helper", "TestSupport"]
     ),
     // The article snippets, compiled: kept apart because they declare keys of their own.
     .testTarget(name: "DocumentationTests", dependencies: ["ReactiveDefaults"]),
@@ -45,14 +47,14 @@ let package = Package(
     .testTarget(
       name: "ReactiveDefaultsRxTests",
       dependencies: [
-        "ReactiveDefaults", "rdefaults",
+        "ReactiveDefaults", "rdefaults", "TestSupport",
         .product(name: "RxSwift", package: "RxSwift", condition: .when(traits: ["RxSwift"])),
         .product(name: "RxCocoa", package: "RxSwift", condition: .when(traits: ["RxCocoa"])),
       ]
     ),
     .testTarget(
       name: "ReactiveDefaultsTests",
-      dependencies: ["ReactiveDefaults"],
+      dependencies: ["ReactiveDefaults", "TestSupport"],
       resources: [.copy("Fixtures")]
     ),
   ],

@@ -1,6 +1,7 @@
 import Foundation
 import ReactiveDefaults
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import ReactiveDefaults
@@ -16,31 +17,15 @@ private func withSuite(_ body: (String, DefaultsStore) async throws -> Void) asy
   try await body(name, store)
 }
 
-/// Waits, off the concurrency pool, until `condition` holds; each signal re-checks it.
-private func waitFor(_ condition: @escaping @Sendable () -> Bool, signal: DispatchSemaphore) async -> Bool {
-  (try? await offThePool {
-    let deadline = DispatchTime.now() + 30
-    while !condition() {
-      guard signal.wait(timeout: deadline) == .success else { return condition() }
-    }
-    return true
-  }) ?? false
-}
-
 @Suite struct CrossProcessTests {
   @Test func aChildProcessWriteReachesAnObserverHere() async throws {
     try await withSuite { name, store in
       let key = DefaultsKey<Int>("count", default: 0)
-      let seen = Mutex<[Int]>([])
-      let signal = DispatchSemaphore(value: 0)
-      let token = store.property(key).observe { value in
-        seen.withLock { $0.append(value) }
-        signal.signal()
-      }
+      let seen = Recorder<Int>()
+      let token = store.property(key).observe { seen.append($0) }
       try await runTool(["write", name, "count", "-int", "41"], config: processConfigFolder)
-      let arrived = await waitFor({ seen.withLock { $0.last == 41 } }, signal: signal)
-      #expect(arrived)
-      #expect(seen.withLock { $0 } == [0, 41])
+      #expect(await seen.wait { $0.last == 41 })
+      #expect(seen.values == [0, 41])
       token.cancel()
     }
   }
@@ -52,12 +37,8 @@ private func waitFor(_ condition: @escaping @Sendable () -> Bool, signal: Dispat
     try await withSuite { name, store in
       let theirs = DefaultsKey<Int>("theirs", default: 0)
       let ours = DefaultsKey<Int>("ours", default: 0)
-      let seen = Mutex<[Int]>([])
-      let signal = DispatchSemaphore(value: 0)
-      let token = store.property(theirs).observe { value in
-        seen.withLock { $0.append(value) }
-        signal.signal()
-      }
+      let seen = Recorder<Int>()
+      let token = store.property(theirs).observe { seen.append($0) }
       let queue = DispatchQueue(label: "saver")
       let saving = Atomic<Bool>(false)
       let count = Atomic<Int>(0)
@@ -76,8 +57,7 @@ private func waitFor(_ condition: @escaping @Sendable () -> Bool, signal: Dispat
         saving.store(false, ordering: .relaxed)
         saver.cancel()
         _ = try await offThePool { queue.sync {} }
-        let arrived = await waitFor({ seen.withLock { $0.last == value } }, signal: signal)
-        #expect(arrived, "\(value) never reached the observer; it saw \(seen.withLock { $0 })")
+        #expect(await seen.wait { $0.last == value }, "\(value) never reached the observer; it saw \(seen.values)")
       }
       token.cancel()
     }
@@ -121,18 +101,13 @@ private func waitFor(_ condition: @escaping @Sendable () -> Bool, signal: Dispat
   @Test func anUnflushedWriteIsSavedWithinTheCoalescingDelay() async throws {
     try await withSuite { name, store in
       let key = DefaultsKey<Int>("k", default: 0)
-      let signal = DispatchSemaphore(value: 0)
-      let seen = Mutex<Int>(0)
+      let seen = Recorder<Int>()
       // This process hears the helper's save through the file watcher: the event is the proof it reached disk.
-      let token = store.property(key).observe { value in
-        seen.withLock { $0 = value }
-        signal.signal()
-      }
+      let token = store.property(key).observe { seen.append($0) }
       let helper = try RunningTool(
         ["noflush", name, "k", "9"], config: processConfigFolder, tool: "rdefaults-test-helper")
       #expect(await helper.lines.wait { $0 == ["written"] })
-      let saved = await waitFor({ seen.withLock { $0 == 9 } }, signal: signal)
-      #expect(saved)
+      #expect(await seen.wait { $0.last == 9 })
       await helper.kill(SIGKILL)
       #expect(try await runTool(["read", name, "k"], config: processConfigFolder).output == "9\n")
       token.cancel()

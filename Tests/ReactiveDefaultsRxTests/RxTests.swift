@@ -5,44 +5,13 @@
   import Foundation
   import RxSwift
   import Synchronization
+  import TestSupport
   import Testing
 
   @testable import ReactiveDefaults
 
-  /// Values from any thread, awaited with a timeout as the failure bound.
-  final class Collected<Element: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [Element] = []
-    private let changed = DispatchSemaphore(value: 0)
-
-    var values: [Element] {
-      lock.lock()
-      defer { lock.unlock() }
-      return items
-    }
-
-    func append(_ item: Element) {
-      lock.lock()
-      items.append(item)
-      lock.unlock()
-      changed.signal()
-    }
-
-    /// Waits on a Dispatch thread (not the concurrency pool) until `predicate` holds; false after 30 s.
-    func wait(until predicate: @escaping @Sendable ([Element]) -> Bool) async -> Bool {
-      await withCheckedContinuation { continuation in
-        DispatchQueue.global().async {
-          let deadline = DispatchTime.now() + 30
-          while !predicate(self.values) {
-            guard self.changed.wait(timeout: deadline) == .success else {
-              return continuation.resume(returning: predicate(self.values))
-            }
-          }
-          continuation.resume(returning: true)
-        }
-      }
-    }
-  }
+  /// Values from any thread, awaited with a timeout as the failure bound: the tests' one recorder.
+  typealias Collected<Element: Sendable> = Recorder<Element>
 
   func makeStore() -> DefaultsStore {
     DefaultsStore(suiteName: "ReactiveDefaultsRxTests.\(UUID().uuidString)")!

@@ -1,4 +1,5 @@
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import ReactiveDefaults
@@ -64,6 +65,6 @@ import Testing
     store[.count] = 1
     store.refresh()
     #expect(store.hub.changeCount == before)
-    _ = token
+    withExtendedLifetime(token) {}
   }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ReactiveDefaults
@@ -14,7 +15,7 @@ import Testing
     #expect(seen.values == [nil])
     #expect(issues.values.allSatisfy { $0 == .invalidKey("") })
     #expect(DefaultsError.invalidKey("").description.contains("non-empty name"))
-    _ = token
+    withExtendedLifetime(token) {}
   }
 
   @Test(arguments: [
@@ -32,7 +33,7 @@ import Testing
     #expect(store.userDefaults.integer(forKey: name) == 42)
     store.flush()
     #expect(DefaultsStore(UserDefaults(suiteName: store.suiteName!)!)[key] == 42)
-    _ = token
+    withExtendedLifetime(token) {}
   }
 
   @Test func largeValuesRoundTripAndAreObserved() throws {
@@ -56,7 +57,7 @@ import Testing
     let fresh = DefaultsStore(UserDefaults(suiteName: store.suiteName!)!)
     #expect(fresh[blob] == bytes)
     #expect(fresh[list] == numbers)
-    _ = tokens
+    withExtendedLifetime(tokens) {}
   }
 
   @Test func deeplyNestedDictionariesRoundTrip() throws {
@@ -72,6 +73,6 @@ import Testing
     #expect(seen.values == [true])
     store.flush()
     #expect(DefaultsStore(UserDefaults(suiteName: store.suiteName!)!)[key] == nested)
-    _ = token
+    withExtendedLifetime(token) {}
   }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Observation
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import ReactiveDefaults
@@ -42,7 +43,7 @@ private func observeVolumeAndCount(
     store[.count] = 0  // the value it already has: not a change
     store[.count] = 1
     #expect(seen.values == [1])
-    _ = token
+    withExtendedLifetime(token) {}
   }
 
   @Test(arguments: Storage.allCases) func droppingTheTokenEndsTheObservation(storage: Storage) {
@@ -51,7 +52,7 @@ private func observeVolumeAndCount(
     do {
       let token = store.property(.count).observe { seen.append($0) }
       store[.count] = 1
-      _ = token
+      withExtendedLifetime(token) {}
     }
     store[.count] = 2
     #expect(seen.values == [0, 1])
@@ -65,7 +66,7 @@ private func observeVolumeAndCount(
     let token = DefaultsStore(suiteName: name)!.property(.count).observe { seen.append($0) }
     DefaultsStore(suiteName: name)![.count] = 5
     #expect(seen.values == [0, 5])
-    _ = token
+    withExtendedLifetime(token) {}
   }
 
   @Test(arguments: Storage.allCases) func writingTheStoredValueAgainNotifiesNobody(storage: Storage) {
@@ -79,7 +80,7 @@ private func observeVolumeAndCount(
     store[.nickname] = nil
     store[.nickname] = nil
     #expect(seen.values == [nil, "a", nil])
-    _ = token
+    withExtendedLifetime(token) {}
   }
 
   @Test(arguments: Storage.allCases) func deDuplicatesValuesThatAreNotEquatable(storage: Storage) {
@@ -91,7 +92,7 @@ private func observeVolumeAndCount(
     store[key] = Opaque(items: ["a"])
     store[key] = Opaque(items: ["b"])
     #expect(seen.values == [[], ["a"], ["b"]])
-    _ = token
+    withExtendedLifetime(token) {}
   }
 
   @Test(arguments: Storage.allCases) func onlyTheChangedKeysObserversRun(storage: Storage) {
@@ -101,7 +102,7 @@ private func observeVolumeAndCount(
     store[.volume] = 2
     #expect(volumes.values == [1, 2])
     #expect(counts.values.isEmpty)
-    _ = tokens
+    withExtendedLifetime(tokens) {}
   }
 
   @Test(arguments: Storage.allCases) func observersRunAfterTheValueIsVisible(storage: Storage) {
@@ -110,7 +111,7 @@ private func observeVolumeAndCount(
     let token = store.property(.count).observe(initial: false) { _ in readInside.append(store[.count]) }
     store[.count] = 9
     #expect(readInside.values == [9])
-    _ = token
+    withExtendedLifetime(token) {}
   }
 
   @Test func twoStoresOnOneSuiteShareChanges() {
@@ -121,7 +122,7 @@ private func observeVolumeAndCount(
     let token = observing.property(.theme).observe { seen.append($0) }
     writing[.theme] = .dark
     #expect(seen.values == [.system, .dark])
-    _ = token
+    withExtendedLifetime(token) {}
   }
 
   @Test(arguments: Storage.allCases) func typeMismatchesReachObserversAsTheDefault(storage: Storage) {
@@ -133,7 +134,7 @@ private func observeVolumeAndCount(
     store[DefaultsKey<String>("volume", default: "")] = "loud"
     #expect(seen.values == [0.5, 0.7, 0.5])
     #expect(issues.values.contains(.typeMismatch(key: "volume", expected: "Double", found: "String")))
-    _ = token
+    withExtendedLifetime(token) {}
   }
 
   @Test(arguments: Storage.allCases) func reentrantWritesFromACallbackDoNotDeadlock(storage: Storage) {
@@ -148,7 +149,7 @@ private func observeVolumeAndCount(
     #expect(seen.values == [0, 1, 2, 3, 4, 5])
     #expect(store[.count] == 5)
     #expect(store[.name] == "5")
-    _ = token
+    withExtendedLifetime(token) {}
   }
 
   @Test func refreshNotifiesOnlyKeysThatChangedBehindTheLibrarysBack() {
@@ -161,7 +162,7 @@ private func observeVolumeAndCount(
     #expect(counts.values.isEmpty)
     store.refresh()
     #expect(volumes.values == [0.9])
-    _ = tokens
+    withExtendedLifetime(tokens) {}
   }
 
   @Test func didChangeNotificationTriggersARefresh() async {
@@ -173,7 +174,7 @@ private func observeVolumeAndCount(
     store.userDefaults.set(12, forKey: "count")
     NotificationCenter.default.post(name: UserDefaults.didChangeNotification, object: store.userDefaults)
     #expect(await seen.wait { $0.last == 12 })
-    _ = token
+    withExtendedLifetime(token) {}
   }
 
   @Test(arguments: Storage.allCases) func bindKeepsTwoPropertiesEqualBothWays(storage: Storage) {
@@ -224,7 +225,7 @@ private func observeVolumeAndCount(
         #expect(mine == mine.sorted())
       }
     }
-    _ = tokens
+    withExtendedLifetime(tokens) {}
   }
 
   @Test(arguments: Storage.allCases) func withObservationTrackingSeesChanges(storage: Storage) {

@@ -1,5 +1,6 @@
 import Foundation
 import ReactiveDefaults
+import TestSupport
 import Testing
 
 @Suite struct StoreTests {
@@ -71,7 +72,7 @@ import Testing
     let token = third.property(.volume).observe(initial: false) { seen.append($0) }
     second[.volume] = 0.9
     #expect(seen.values == [0.9])
-    _ = token
+    withExtendedLifetime(token) {}
   }
 
   @Test func standardWrapsStandardDefaults() {

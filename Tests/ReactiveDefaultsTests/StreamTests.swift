@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ReactiveDefaults
@@ -61,6 +62,6 @@ import Testing
     let token = store.property(.count).observe(initial: false) { seen.append($0) }
     store[.count] = 1
     #expect(seen.values == [1])
-    _ = token
+    withExtendedLifetime(token) {}
   }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import ReactiveDefaults
+import TestSupport
 import Testing
 
 /// The same file: equal standardized paths (the design's round-trip rule for file URLs).

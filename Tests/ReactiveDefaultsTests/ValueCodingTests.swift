@@ -1,5 +1,6 @@
 import Foundation
 import ReactiveDefaults
+import TestSupport
 import Testing
 
 /// Writes through one store and reads through a fresh store over the same suite name, then checks the

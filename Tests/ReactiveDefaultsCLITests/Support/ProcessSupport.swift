@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 
 /// The folder the built executables are in (next to the test bundle).
 let productsFolder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
@@ -113,42 +114,28 @@ final class RunningTool: Sendable {
   }
 }
 
-/// Splits bytes into lines and lets a test wait for one, bounded by a timeout (no sleeping).
+/// Splits bytes into lines, recorded by a ``Recorder`` (a test waits on it, bounded by a timeout).
 final class LineRecorder: Sendable {
-  private struct State {
-    var buffer = Data()
-    var lines: [String] = []
-  }
+  private let buffer = Mutex(Data())
+  private let recorder = Recorder<String>()
 
-  private let state = Mutex(State())
-  private let arrived = Mutex<[(id: Int, predicate: @Sendable ([String]) -> Bool, signal: DispatchSemaphore)]>([])
-
-  var lines: [String] { state.withLock { $0.lines } }
+  var lines: [String] { recorder.values }
 
   func feed(_ data: Data) {
-    let lines = state.withLock { state -> [String] in
-      state.buffer.append(data)
-      while let newline = state.buffer.firstIndex(of: UInt8(ascii: "\n")) {
-        state.lines.append(String(decoding: state.buffer[state.buffer.startIndex..<newline], as: UTF8.self))
-        state.buffer.removeSubrange(state.buffer.startIndex...newline)
+    let complete = buffer.withLock { buffer -> [String] in
+      buffer.append(data)
+      var lines: [String] = []
+      while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+        lines.append(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
+        buffer.removeSubrange(buffer.startIndex...newline)
       }
-      return state.lines
+      return lines
     }
-    let waiters = arrived.withLock { $0 }
-    for waiter in waiters where waiter.predicate(lines) { waiter.signal.signal() }
+    for line in complete { recorder.append(line) }
   }
 
-  /// Waits (off the concurrency pool) until `predicate` holds for the lines so far; false after `timeout` seconds.
+  /// Waits until `predicate` holds for the lines so far; false after `timeout` seconds.
   func wait(timeout: Double = 30, until predicate: @escaping @Sendable ([String]) -> Bool) async -> Bool {
-    (try? await offThePool { self.waitBlocking(timeout: timeout, until: predicate) }) ?? false
-  }
-
-  private func waitBlocking(timeout: Double, until predicate: @escaping @Sendable ([String]) -> Bool) -> Bool {
-    let signal = DispatchSemaphore(value: 0)
-    let id = Int.random(in: 0..<Int.max)
-    arrived.withLock { $0.append((id, predicate, signal)) }
-    defer { arrived.withLock { $0.removeAll { $0.id == id } } }
-    if predicate(lines) { return true }
-    return signal.wait(timeout: .now() + timeout) == .success
+    await recorder.wait(timeout: timeout, until: predicate)
   }
 }

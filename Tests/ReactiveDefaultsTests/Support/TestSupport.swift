@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import ReactiveDefaults
@@ -30,60 +31,6 @@ var preferencesFolder: URL {
 /// Deletes a suite's plist file (for tests that flushed to disk).
 func removeSuiteFile(_ suiteName: String) {
   try? FileManager.default.removeItem(at: preferencesFolder.appendingPathComponent("\(suiteName).plist"))
-}
-
-/// Collects values from any thread and lets a test wait for a condition on them, bounded by a timeout.
-final class Recorder<Element: Sendable>: Sendable {
-  private struct Waiter {
-    let id: Int
-    let predicate: @Sendable ([Element]) -> Bool
-    let continuation: CheckedContinuation<Bool, Never>
-  }
-
-  private struct State {
-    var values: [Element] = []
-    var waiters: [Waiter] = []
-    var nextID = 0
-  }
-
-  private let state = Locked(State())
-
-  init() {}
-
-  var values: [Element] { state.withLock { $0.values } }
-  var count: Int { state.withLock { $0.values.count } }
-  var last: Element? { state.withLock { $0.values.last } }
-
-  func append(_ value: Element) {
-    let ready = state.withLock { state -> [Waiter] in
-      state.values.append(value)
-      let values = state.values
-      let ready = state.waiters.filter { $0.predicate(values) }
-      state.waiters.removeAll { waiter in ready.contains { $0.id == waiter.id } }
-      return ready
-    }
-    for waiter in ready { waiter.continuation.resume(returning: true) }
-  }
-
-  /// Waits until `predicate` holds for the values seen so far; false if it did not within `timeout` seconds.
-  func wait(timeout: Double = 30, until predicate: @escaping @Sendable ([Element]) -> Bool) async -> Bool {
-    await withCheckedContinuation { continuation in
-      let id = state.withLock { state -> Int? in
-        if predicate(state.values) { return nil }
-        state.nextID += 1
-        state.waiters.append(Waiter(id: state.nextID, predicate: predicate, continuation: continuation))
-        return state.nextID
-      }
-      guard let id else { return continuation.resume(returning: true) }
-      DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
-        let expired = state.withLock { state -> Waiter? in
-          guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-          return state.waiters.remove(at: index)
-        }
-        expired?.continuation.resume(returning: false)
-      }
-    }
-  }
 }
 
 /// A URL of a test fixture (Apple Foundation data kept in `Fixtures/`).

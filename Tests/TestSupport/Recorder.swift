@@ -1,0 +1,63 @@
+import Dispatch
+import Foundation
+
+/// Collects values from any thread and lets a test wait for a condition on them, bounded by a timeout: the one
+/// way the tests wait for an event (no sleeping, no polling).
+///
+/// The lock is an `NSLock` (a pthread mutex), which ThreadSanitizer understands, so the recorder itself never
+/// shows up in its reports.
+public final class Recorder<Element: Sendable>: @unchecked Sendable {  // every stored property is behind `lock`
+  private struct Waiter {
+    let id: Int
+    let predicate: @Sendable ([Element]) -> Bool
+    let continuation: CheckedContinuation<Bool, Never>
+  }
+
+  private let lock = NSLock()
+  private var items: [Element] = []
+  private var waiters: [Waiter] = []
+  private var nextID = 0
+
+  public init() {}
+
+  private func locked<T>(_ body: () -> T) -> T {
+    lock.lock()
+    defer { lock.unlock() }
+    return body()
+  }
+
+  public var values: [Element] { locked { items } }
+  public var count: Int { locked { items.count } }
+  public var last: Element? { locked { items.last } }
+
+  public func append(_ value: Element) {
+    let ready = locked { () -> [Waiter] in
+      items.append(value)
+      let ready = waiters.filter { $0.predicate(items) }
+      waiters.removeAll { waiter in ready.contains { $0.id == waiter.id } }
+      return ready
+    }
+    for waiter in ready { waiter.continuation.resume(returning: true) }
+  }
+
+  /// Waits until `predicate` holds for the values seen so far; false if it did not within `timeout` seconds.
+  /// The waiting task is suspended, holding no thread.
+  public func wait(timeout: Double = 30, until predicate: @escaping @Sendable ([Element]) -> Bool) async -> Bool {
+    await withCheckedContinuation { continuation in
+      let id = locked { () -> Int? in
+        if predicate(items) { return nil }
+        nextID += 1
+        waiters.append(Waiter(id: nextID, predicate: predicate, continuation: continuation))
+        return nextID
+      }
+      guard let id else { return continuation.resume(returning: true) }
+      DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
+        let expired = locked { () -> Waiter? in
+          guard let index = waiters.firstIndex(where: { $0.id == id }) else { return nil }
+          return waiters.remove(at: index)
+        }
+        expired?.continuation.resume(returning: false)
+      }
+    }
+  }
+}
