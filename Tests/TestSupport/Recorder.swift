@@ -18,6 +18,7 @@ public final class Recorder<Element: Sendable>: @unchecked Sendable {  // every 
   private var waiters: [Waiter] = []
   private var nextID = 0
 
+  /// An empty recorder.
   public init() {}
 
   private func locked<T>(_ body: () -> T) -> T {
@@ -26,10 +27,14 @@ public final class Recorder<Element: Sendable>: @unchecked Sendable {  // every 
     return body()
   }
 
+  /// The values recorded so far, oldest first.
   public var values: [Element] { locked { items } }
+  /// How many values were recorded.
   public var count: Int { locked { items.count } }
+  /// The newest value.
   public var last: Element? { locked { items.last } }
 
+  /// Records a value and wakes the waiters whose condition now holds.
   public func append(_ value: Element) {
     let ready = locked { () -> [Waiter] in
       items.append(value)
