@@ -65,11 +65,12 @@ public final class DefaultsStore: Sendable {
   /// nothing to do. Use it in unit tests and previews, one per test:
   ///
   /// ```swift
-  /// @Test func muteSetsTheVolumeToZero() {
-  ///   let store = DefaultsStore.inMemory()
-  ///   let player = Player(settings: store)
+  /// @Test func muteSilencesThePlayer() {
+  ///   let settings = DefaultsStore.inMemory()
+  ///   settings[.volume] = 0.8
+  ///   let player = Player(settings: settings)
   ///   player.mute()
-  ///   #expect(store[.volume] == 0)
+  ///   #expect(settings[.volume] == 0)
   /// }
   /// ```
   ///

@@ -19,6 +19,12 @@ private func removeSuite(_ name: String) {
   try? DefaultsStore(suiteName: name)?.removeSuite()
 }
 
+/// The article's example: a player that keeps its volume in the store it is given.
+struct Player {
+  let settings: DefaultsStore
+  func mute() { settings[.volume] = 0 }
+}
+
 @Suite(.serialized) struct GettingStartedTests {
   @Test func theArticleRunsAsWritten() async throws {
     defer {
@@ -70,6 +76,15 @@ private func removeSuite(_ name: String) {
     #expect(mirror.value == 0.9)
   }
 
+  // Snippet: Test with an in-memory store
+  @Test func muteSilencesThePlayer() {
+    let settings = DefaultsStore.inMemory()
+    settings[.volume] = 0.8
+    let player = Player(settings: settings)
+    player.mute()
+    #expect(settings[.volume] == 0)
+  }
+
   @Test func snippetsMatchTheArticle() throws {
     let here = URL(fileURLWithPath: #filePath)
     let article = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -80,7 +95,7 @@ private func removeSuite(_ name: String) {
     let sourceLines = source.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
       .filter { !$0.isEmpty }
     let blocks = markdown.components(separatedBy: "```swift\n").dropFirst().map { $0.components(separatedBy: "```")[0] }
-    #expect(blocks.count >= 6)
+    #expect(blocks.count >= 7)
     for block in blocks {
       let lines = block.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
       let found = sourceLines.indices.contains { start in

@@ -12,6 +12,7 @@ final class KeyObserver<Value: DefaultsValue>: ChangeReceiver, ObservationEnding
     var notify: Bool
   }
 
+  /// The observer's state; each transition says what to do once the lock is released.
   private struct State {
     var newestVersion: UInt64 = 0
     var pending: Pending?
@@ -19,6 +20,53 @@ final class KeyObserver<Value: DefaultsValue>: ChangeReceiver, ObservationEnding
     var cancelled = false
     var hasDelivered = false
     var lastDelivered: Value?
+
+    enum ReceiveAction {
+      /// Stale, cancelled, or kept for the thread already delivering.
+      case none
+      /// This thread delivers, until nothing is pending.
+      case startDelivering
+    }
+
+    mutating func receive(_ stored: PropertyListValue?, version: UInt64, notify: Bool) -> ReceiveAction {
+      // Versions start at 1 and a receiver hears each version at most once: anything not newer is stale.
+      guard !cancelled, version > newestVersion else { return .none }
+      newestVersion = version
+      pending = Pending(stored: stored, notify: notify || (pending?.notify ?? false))
+      guard !draining else { return .none }
+      draining = true
+      return .startDelivering
+    }
+
+    enum NextAction {
+      case decode(Pending)
+      case stop
+    }
+
+    mutating func next() -> NextAction {
+      guard !cancelled, let taken = pending else {
+        draining = false
+        pending = nil
+        return .stop
+      }
+      pending = nil
+      return .decode(taken)
+    }
+
+    enum DeliverAction {
+      case callHandler
+      case skip
+    }
+
+    /// Records the decoded value; the handler is called for a value that differs from the last one delivered.
+    mutating func decoded(_ value: Value, notify: Bool) -> DeliverAction {
+      defer {
+        hasDelivered = true
+        lastDelivered = value
+      }
+      let isNew = !hasDelivered || lastDelivered.map { !isSameStoredValue($0, value) } ?? true
+      return notify && isNew && !cancelled ? .callHandler : .skip
+    }
   }
 
   private let hub: ChangeHub
@@ -42,47 +90,24 @@ final class KeyObserver<Value: DefaultsValue>: ChangeReceiver, ObservationEnding
     hub.add(self, forKey: key.name, initial: initial)
   }
 
-  /// Ends the observation: no handler call starts after this returns.
+  /// Ends the observation. No delivery starts after this returns; one that another thread had already begun may
+  /// still call the handler once (the handler is never called under a lock, so `cancel()` cannot wait for it).
   func cancel() {
     state.withLock { $0.cancelled = true }
     hub.remove(self, forKey: key.name)
   }
 
   func receive(_ stored: PropertyListValue?, version: UInt64, notify: Bool) {
-    let startDraining = state.withLock { state -> Bool in
-      // Versions start at 1 and a receiver hears each version at most once: anything not newer is stale.
-      guard !state.cancelled, version > state.newestVersion else { return false }
-      state.newestVersion = version
-      state.pending = Pending(stored: stored, notify: notify || (state.pending?.notify ?? false))
-      guard !state.draining else { return false }
-      state.draining = true
-      return true
+    switch state.withLock({ $0.receive(stored, version: version, notify: notify) }) {
+    case .none: return
+    case .startDelivering: deliverPending()
     }
-    if startDraining { drain() }
   }
 
-  private func drain() {
-    while true {
-      let next = state.withLock { state -> Pending? in
-        guard !state.cancelled, let pending = state.pending else {
-          state.draining = false
-          state.pending = nil
-          return nil
-        }
-        state.pending = nil
-        return pending
-      }
-      guard let next else { return }
+  private func deliverPending() {
+    while case .decode(let next) = state.withLock({ $0.next() }) {
       let value = decode(next.stored)
-      let isNew = state.withLock { state -> Bool in
-        defer {
-          state.hasDelivered = true
-          state.lastDelivered = value
-        }
-        guard state.hasDelivered, let last = state.lastDelivered else { return true }
-        return !isSameStoredValue(last, value)
-      }
-      if next.notify && isNew { handler(value) }
+      if case .callHandler = state.withLock({ $0.decoded(value, notify: next.notify) }) { handler(value) }
     }
   }
 }

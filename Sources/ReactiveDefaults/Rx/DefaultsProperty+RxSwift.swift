@@ -15,7 +15,7 @@
 
     /// The current value, then each distinct change; disposing the subscription ends the observation.
     ///
-    /// - Returns: A sequence that never errors and completes only if its store is deallocated.
+    /// - Returns: A sequence that never errors and never completes: it ends when the subscription is disposed.
     public func asObservable() -> Observable<Value> {
       let property = self
       return Observable.create { observer in
