@@ -121,7 +121,9 @@ case "flush":
 case "noflush":
   say("written")
 case "fds":
-  // Counts this process's descriptors before observing, while observing, and after the last token ends.
+  // Counts this process's descriptors before observing, while observing, and after the last token ends. The write
+  // is saved first: a background save holds descriptors of its own (the lock, the journal) while it runs.
+  store.flush()
   func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }
   // One warm-up cycle first: Foundation and Dispatch open descriptors of their own lazily on first use.
   store.property(key).observe { _ in }.cancel()
