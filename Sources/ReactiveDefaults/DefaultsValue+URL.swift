@@ -17,10 +17,14 @@ extension URL: DefaultsValue {
     switch propertyListValue {
     case .data(let archive):
       guard let url = KeyedArchive.url(from: archive) else { return nil }
-      if url.isFileURL, url.path.hasPrefix("~") {
+      // Apple's `set(_: URL?, forKey:)` abbreviates the home folder as `~`, in a path relative to the working
+      // directory: the relative path is looked at before the URL is resolved.
+      if url.isFileURL, url.relativePath.hasPrefix("~") {
+        self = URL(fileURLWithPath: NSString(string: url.relativePath).expandingTildeInPath)
+      } else if url.isFileURL, url.path.hasPrefix("~") {
         self = URL(fileURLWithPath: NSString(string: url.path).expandingTildeInPath)
       } else {
-        self = url
+        self = url.absoluteURL
       }
     case .string(let text):
       if text.hasPrefix("/") {

@@ -47,48 +47,50 @@ case (3, "count"):
   guard let store = DefaultsStore(suiteName: arguments[2]) else { exit(64) }
   say("\(store.userDefaults.persistentDomain(forName: arguments[2])?.count ?? 0)")
   exit(0)
-case (3, "fsize"):
-  // Writes past RLIMIT_FSIZE fail with EFBIG (SIGXFSZ ignored): a save that cannot be written whole.
-  guard let store = DefaultsStore(suiteName: arguments[2]) else { exit(64) }
-  signal(SIGXFSZ, SIG_IGN)
-  let key = DefaultsKey<String>("text", default: "")
-  store[key] = "small"
-  try store.save()
-  say("saved")
-  _ = readLine()
-  var limit = rlimit()
-  getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
-  let original = limit
-  limit.rlim_cur = 1024
-  setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
-  store[key] = String(repeating: "x", count: 8192)
-  do {
+#if os(Linux)
+  case (3, "fsize"):
+    // Writes past RLIMIT_FSIZE fail with EFBIG (SIGXFSZ ignored): a save that cannot be written whole.
+    guard let store = DefaultsStore(suiteName: arguments[2]) else { exit(64) }
+    signal(SIGXFSZ, SIG_IGN)
+    let key = DefaultsKey<String>("text", default: "")
+    store[key] = "small"
     try store.save()
-    say("saved despite the limit")
-  } catch {
-    say("failed: \(error)")
-  }
-  _ = readLine()
-  limit = original
-  setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
-  try store.save()
-  say("saved again")
-  exit(0)
-case (3, "many"):
-  // Every suite is saved at exit; a save must not need a descriptor per live suite.
-  guard let count = Int(arguments[2]) else { exit(64) }
-  var limit = rlimit()
-  getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-  limit.rlim_cur = 256
-  setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-  var stores: [DefaultsStore] = []
-  for index in 0..<count {
-    guard let store = DefaultsStore(suiteName: "many\(index)") else { exit(1) }
-    store[DefaultsKey<Int>("k", default: 0)] = index
-    stores.append(store)
-  }
-  say("written")
-  exit(0)
+    say("saved")
+    _ = readLine()
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    let original = limit
+    limit.rlim_cur = 1024
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    store[key] = String(repeating: "x", count: 8192)
+    do {
+      try store.save()
+      say("saved despite the limit")
+    } catch {
+      say("failed: \(error)")
+    }
+    _ = readLine()
+    limit = original
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    try store.save()
+    say("saved again")
+    exit(0)
+  case (3, "many"):
+    // Every suite is saved at exit; a save must not need a descriptor per live suite.
+    guard let count = Int(arguments[2]) else { exit(64) }
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    limit.rlim_cur = 256
+    setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    var stores: [DefaultsStore] = []
+    for index in 0..<count {
+      guard let store = DefaultsStore(suiteName: "many\(index)") else { exit(1) }
+      store[DefaultsKey<Int>("k", default: 0)] = index
+      stores.append(store)
+    }
+    say("written")
+    exit(0)
+#endif
 default:
   break
 }

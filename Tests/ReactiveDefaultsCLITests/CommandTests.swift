@@ -1,7 +1,8 @@
 import Foundation
+import TestSupport
 import Testing
 
-@Suite struct CommandTests {
+@Suite(.linuxOnly) struct CommandTests {
   let config = makeConfigFolder()
 
   @Test func writeThenReadPrintsPlainValues() async throws {

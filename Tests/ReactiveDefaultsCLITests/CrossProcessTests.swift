@@ -17,7 +17,7 @@ private func withSuite(_ body: (String, DefaultsStore) async throws -> Void) asy
   try await body(name, store)
 }
 
-@Suite struct CrossProcessTests {
+@Suite(.linuxOnly) struct CrossProcessTests {
   @Test func aChildProcessWriteReachesAnObserverHere() async throws {
     try await withSuite { name, store in
       let key = DefaultsKey<Int>("count", default: 0)

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -19,7 +20,7 @@ private func keyCount(ofPlistAt path: String) throws -> Int {
   return (root as? [String: Any])?.count ?? -1
 }
 
-@Suite struct DurabilityTests {
+@Suite(.linuxOnly) struct DurabilityTests {
   /// A writer saving a 20,000-key suite over and over is killed 50 times: at random moments, and at the moment the
   /// plist (corelibs' in-place rewrite) or the journal starts changing. Every time, the next open through the
   /// library finds every key, and the file then parses. Without the journal, a kill timed to corelibs' rewrite
@@ -216,7 +217,7 @@ private let canMountSmallDisk: Bool = {
   return true
 }()
 
-@Suite struct FullDiskTests {
+@Suite(.linuxOnly) struct FullDiskTests {
   /// A real full disk (a 64 KiB tmpfs): the save fails with "No space left on device", the file is byte for byte as
   /// it was, nothing is left behind, and the next save after space is freed writes the value.
   @Test(.enabled(if: canMountSmallDisk, "needs root and mount(2) to make a 64 KiB tmpfs"))

@@ -67,8 +67,7 @@
     try await withCheckedThrowingContinuation { continuation in
       DispatchQueue.global().async {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-          .appendingPathComponent("rdefaults")
+        process.executableURL = productsFolder.appendingPathComponent("rdefaults")
         process.arguments = arguments
         do {
           try process.run()

@@ -35,7 +35,7 @@ private func backups(of path: String) -> [String] {
     .filter { $0.hasPrefix(name + ".corrupt-") }.map { folder + "/" + $0 }
 }
 
-@Suite struct BadDataTests {
+@Suite(.linuxOnly) struct BadDataTests {
   static let corruptContents: [(String, Data)] = [
     ("garbage bytes", Data((0..<512).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })),
     (

@@ -91,7 +91,7 @@ import Testing
     #expect(name.value == "n")
   }
 
-  @Test func flushWritesTheSuiteFile() throws {
+  @Test(.linuxOnly) func flushWritesTheSuiteFile() throws {
     let (store, _) = makeStore()
     defer { removeSuiteFile(store.suiteName!) }
     store[.count] = 11

@@ -75,6 +75,14 @@ private func sameFile(_ lhs: URL?, _ rhs: URL) -> Bool {
     #expect(URL(propertyListValue: .data(archive))?.path == NSHomeDirectory() + "/notes.txt")
   }
 
+  /// What Apple's `set(_: URL?, forKey:)` stores for a file in the home folder: `~/…` relative to the working
+  /// directory. Resolving the URL before expanding `~` gave `<working directory>/~/notes.txt`.
+  @Test func expandsTildeInAnArchiveRelativeToTheWorkingDirectory() throws {
+    let abbreviated = NSURL(fileURLWithPath: "~/notes.txt", relativeTo: URL(fileURLWithPath: "/tmp/work/"))
+    let archive = try NSKeyedArchiver.archivedData(withRootObject: abbreviated, requiringSecureCoding: true)
+    #expect(URL(propertyListValue: .data(archive))?.path == NSHomeDirectory() + "/notes.txt")
+  }
+
   @Test func readsApplesOwnKeyedArchive() throws {
     // Made by Apple's Foundation: NSURL "foo.xml" relative to "https://www.example.com".
     let archive = try Data(contentsOf: fixtureURL("NSKeyedUnarchiver-URLTest.plist"))

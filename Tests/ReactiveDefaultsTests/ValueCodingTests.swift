@@ -105,7 +105,7 @@ private func roundTrip<Value: DefaultsValue & Equatable>(
     #expect(plain.object(forKey: "documentUrl") is Data)
   }
 
-  @Test func valuesSurviveTheDiskRoundTrip() throws {
+  @Test(.linuxOnly) func valuesSurviveTheDiskRoundTrip() throws {
     let (store, _) = makeStore()
     defer { removeSuiteFile(store.suiteName!) }
     let float = DefaultsKey<Float>("float", default: 0)

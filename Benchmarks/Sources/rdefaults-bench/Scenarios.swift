@@ -99,12 +99,13 @@ enum Scenarios {
       cleanUp(classicSuite)
       cleanUp(oursSuite)
     }
-    // UserDefaults is thread-safe but not marked Sendable in corelibs.
-    nonisolated(unsafe) let classic = UserDefaults(suiteName: classicSuite)!
+    // UserDefaults is thread-safe but not marked Sendable in corelibs (recent Apple SDKs mark it): a wrapper
+    // compiles under both, where `nonisolated(unsafe)` warns once the SDK says Sendable.
+    let classic = UncheckedDefaults(UserDefaults(suiteName: classicSuite)!)
     let store = DefaultsStore(suiteName: oursSuite)!
     let names = (0..<keys).map { "key\($0)" }
     for name in names {
-      classic.set(0, forKey: name)
+      classic.instance.set(0, forKey: name)
       store.userDefaults.set(0, forKey: name)
     }
 
@@ -119,7 +120,7 @@ enum Scenarios {
     let classicDeliveries = Atomic<Int>(0)
     let observers = names.enumerated().map { index, name in
       center.addObserver(forName: changed, object: nil, queue: nil) { _ in
-        let value = classic.object(forKey: name) as? Int ?? 0
+        let value = classic.instance.object(forKey: name) as? Int ?? 0
         if value != lastSeen.values[index] {
           lastSeen.values[index] = value
           classicDeliveries.add(1, ordering: .relaxed)
@@ -139,7 +140,7 @@ enum Scenarios {
       rounds: settings.rounds, operations: operations,
       baseline: { _ in
         next &+= 1
-        classic.set(next, forKey: "key0")
+        classic.instance.set(next, forKey: "key0")
         center.post(name: changed, object: nil)
       },
       ours: { _ in
@@ -218,4 +219,10 @@ enum Scenarios {
     let mine = median(ourTimes) / Double(count)
     return Comparison(baselineNanoseconds: base, oursNanoseconds: mine, ratio: base / mine)
   }
+}
+
+/// A `UserDefaults` that may be captured by `@Sendable` closures (it is documented as thread-safe).
+struct UncheckedDefaults: @unchecked Sendable {
+  let instance: UserDefaults
+  init(_ instance: UserDefaults) { self.instance = instance }
 }

@@ -8,12 +8,14 @@ import Foundation
 /// `NSURL`, with a string `NS.relative` and an optional `NS.base` (another such object). Binary archives are
 /// read by ``BinaryPropertyList``, never by corelibs' binary parser.
 enum KeyedArchive {
+  /// The URL as archived, not resolved: a file URL Apple stored with its home folder abbreviated is `~/…` relative
+  /// to the working directory, and resolving it before the `~` is expanded would give `<working directory>/~/…`.
   static func url(from archive: Data) -> URL? {
     #if canImport(Darwin)
       guard archive.starts(with: Array("bplist00".utf8)) || archive.starts(with: Array("<?xml".utf8)) else {
         return nil
       }
-      return (try? NSKeyedUnarchiver.unarchivedObject(ofClass: NSURL.self, from: archive))?.absoluteURL
+      return (try? NSKeyedUnarchiver.unarchivedObject(ofClass: NSURL.self, from: archive)).map { $0 as URL }
     #else
       let parsed: ArchiveNode?
       if archive.starts(with: Array("bplist00".utf8)) {
@@ -27,7 +29,7 @@ enum KeyedArchive {
         case .array(let objects)? = root["$objects"], case .dictionary(let top)? = root["$top"],
         case .reference(let index)? = top["root"]
       else { return nil }
-      return url(at: index, in: objects, depth: 0)?.absoluteURL
+      return url(at: index, in: objects, depth: 0)
     #endif
   }
 

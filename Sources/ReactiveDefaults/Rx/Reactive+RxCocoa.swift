@@ -55,10 +55,11 @@
   private func makeControlProperty<Value>(
     _ key: DefaultsKey<Value>, of store: DefaultsStore, retainingStore: Bool
   ) -> ControlProperty<Value> {
-    weak let weakStore = store
+    // A weak reference in a class box: `weak let` (SE-0481) needs Swift 6.2, and the package promises 6.1.
+    let weakStore = WeakStore(store)
     let retained = retainingStore ? store : nil
     let values = Observable<Value>.create { observer in
-      guard let store = retained ?? weakStore else {
+      guard let store = retained ?? weakStore.store else {
         observer.onCompleted()
         return Disposables.create()
       }
@@ -67,16 +68,22 @@
       let completion = store.whenDeallocated { sink.observer.onCompleted() }
       return Disposables.create {
         token.cancel()
-        (retained ?? weakStore)?.forgetDeallocationAction(completion)
+        (retained ?? weakStore.store)?.forgetDeallocationAction(completion)
       }
     }
     .subscribe(on: ConcurrentMainScheduler.instance)
     .observe(on: MainScheduler.instance)
     // Writes are safe from any thread, so the sink writes where the element arrives.
     let valueSink = AnyObserver<Value> { event in
-      guard case .next(let value) = event, let store = retained ?? weakStore else { return }
+      guard case .next(let value) = event, let store = retained ?? weakStore.store else { return }
       store[key] = value
     }
     return ControlProperty(values: values, valueSink: valueSink)
+  }
+
+  /// A store held weakly, shared by the closures of one `ControlProperty`.
+  private final class WeakStore: Sendable {
+    nonisolated(unsafe) weak var store: DefaultsStore?  // written once, in init
+    init(_ store: DefaultsStore) { self.store = store }
   }
 #endif

@@ -2,9 +2,6 @@ import Foundation
 import Synchronization
 import TestSupport
 
-/// The folder the built executables are in (next to the test bundle).
-let productsFolder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-
 /// A fresh, empty preferences folder for one test's child processes.
 func makeConfigFolder() -> String {
   let path = NSTemporaryDirectory() + "rdefaults-tests-" + UUID().uuidString
