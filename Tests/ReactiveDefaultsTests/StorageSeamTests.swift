@@ -28,7 +28,8 @@ private func appleLikeStore(
       postsChangesInsideWrites: true,
       onWrite: { key in
         if let store = box.withLock({ $0 }) { onWrite(store, key) }
-      }))
+      },
+      reportsKeyChanges: true))
   let store = DefaultsStore(hub: ChangeHub(storage: storage, suiteName: nil, suiteIsKnown: true))
   box.withLock { $0 = store }
   return (store, storage)
@@ -114,7 +115,7 @@ private let other = DefaultsKey<Int>("other", default: 0)
   }
 
   /// Apple posts `didChangeNotification` inside the library's own write: the write is delivered once, and the
-  /// notification schedules no refresh (the hub recognises its own write); a foreign write's does.
+  /// notification schedules no refresh (the hub recognises its own write); a plain write's in this process does.
   @Test func ourOwnWriteSchedulesNoRefresh() async {
     let (store, storage) = appleLikeStore { _, _ in }
     let seen = Recorder<Int>()
@@ -122,10 +123,91 @@ private let other = DefaultsKey<Int>("other", default: 0)
     for value in 1...5 { store[.count] = value }
     #expect(seen.values == [0, 1, 2, 3, 4, 5])
     #expect(store.hub.externalRefreshCount.load(ordering: .relaxed) == 0)
-    storage.writeFromOutside(.integer(6), forKey: "count")
+    storage.writeInProcess(.integer(6), forKey: "count")
     #expect(store.hub.externalRefreshCount.load(ordering: .relaxed) == 1)
     #expect(await seen.wait { $0.last == 6 })
     withExtendedLifetime(token) {}
+  }
+}
+
+@Suite struct KeyValueObservingTests {
+  /// Another process's write (Apple reports it through key-value observing only) reaches observers once; our own
+  /// writes, which key-value observing also reports from inside `set`, are not re-read.
+  @Test func anotherProcessesWriteReachesObserversOnceAndOurOwnAreNotReadAgain() async {
+    let (store, storage) = appleLikeStore { _, _ in }
+    let seen = Recorder<Int>()
+    let token = store.property(.count).observe { seen.append($0) }
+    for value in 1...3 { store[.count] = value }
+    #expect(store.hub.keyReportCount.load(ordering: .relaxed) == 0, "our own writes were re-read")
+    storage.writeFromOutside(.integer(9), forKey: "count")
+    #expect(await seen.wait { $0.last == 9 })
+    #expect(store.hub.keyReportCount.load(ordering: .relaxed) == 1)
+    #expect(seen.values == [0, 1, 2, 3, 9])
+    withExtendedLifetime(token) {}
+  }
+
+  /// Key-value observing cannot address keys with `.` or `@`: they are never registered, so another process's
+  /// write of one is not seen (documented), while a write in this process still is (the change notification).
+  @Test func keysKeyValueObservingCannotAddressFallBackToTheNotification() async {
+    let (store, storage) = appleLikeStore { _, _ in }
+    let dotted = DefaultsKey<Int>("player.volume", default: 0)
+    let dottedSeen = Recorder<Int>()
+    let countSeen = Recorder<Int>()
+    let tokens = [
+      store.property(dotted).observe { dottedSeen.append($0) },
+      store.property(.count).observe { countSeen.append($0) },
+    ]
+    if case let memory as MemoryStorage = store.hub.storage {
+      #expect(memory.registrations.registeredKeys == ["count"])
+    }
+    storage.writeFromOutside(.integer(5), forKey: "player.volume")
+    storage.writeFromOutside(.integer(1), forKey: "count")
+    #expect(await countSeen.wait { $0.last == 1 })
+    #expect(dottedSeen.values == [0], "a foreign write of an unaddressable key cannot be seen")
+    storage.writeInProcess(.integer(6), forKey: "player.volume")
+    #expect(await dottedSeen.wait { $0.last == 6 })
+    withExtendedLifetime(tokens) {}
+  }
+
+  /// A key is registered with its first observer and unregistered with its last, whatever the threads.
+  @Test func registrationsFollowTheFirstAndLastObserverOfEachKey() {
+    let (store, storage) = appleLikeStore { _, _ in }
+    let first = store.property(.count).observe { _ in }
+    let second = store.property(.count).observe { _ in }
+    #expect(storage.registrations.registeredKeys == ["count"])
+    first.cancel()
+    #expect(storage.registrations.registeredKeys == ["count"])
+    second.cancel()
+    #expect(storage.registrations.registeredKeys.isEmpty)
+    DispatchQueue.concurrentPerform(iterations: 8) { index in
+      let key = DefaultsKey<Int>("key\(index % 3)", default: 0)
+      for _ in 0..<200 { store.property(key).observe { _ in }.cancel() }
+    }
+    #expect(storage.registrations.registeredKeys.isEmpty)
+    let kept = (0..<3).map { store.property(DefaultsKey<Int>("key\($0)", default: 0)).observe { _ in } }
+    #expect(storage.registrations.registeredKeys == ["key0", "key1", "key2"])
+    withExtendedLifetime(kept) {}
+  }
+
+  @Test func theRegistrationStateMachine() {
+    var state = KeyRegistrations.State()
+    var apply = state.change("a", by: 1)
+    #expect(apply)
+    var action = state.next()
+    #expect(action == .register("a"))
+    action = state.next()
+    #expect(action == .done)
+    apply = state.change("a.b", by: 1)
+    #expect(!apply, "never registered")
+    apply = state.change("a", by: -1)
+    #expect(apply)
+    // A report arriving while another thread applies: recorded, applied by that thread.
+    apply = state.change("c", by: 1)
+    #expect(!apply)
+    var actions: [KeyRegistrations.Action] = []
+    repeat { actions.append(state.next()) } while actions.last != .done
+    #expect(Set(actions) == [.register("c"), .unregister("a"), .done])
+    #expect(state.registered == ["c"])
   }
 }
 

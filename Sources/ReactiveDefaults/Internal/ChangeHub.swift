@@ -50,33 +50,43 @@ final class ChangeHub: Sendable {
       return Fanout(stored: stored, version: version, receivers: Array(entry.receivers.values))
     }
 
-    /// Adds a receiver, after recording the key's current value; returns the change to deliver first (the value
-    /// changed behind the observers' backs), the version to hand the new receiver, and whether the hub just got
-    /// its first receiver.
-    mutating func add(
-      _ receiver: any ChangeReceiver, forKey key: String, current: PropertyListValue?
-    ) -> (fanout: Fanout?, version: UInt64, first: Bool) {
+    /// What adding a receiver did.
+    struct Added {
+      /// The change to deliver first: the value changed behind the key's observers' backs.
+      var fanout: Fanout?
+      /// The version to hand the new receiver.
+      var version: UInt64
+      /// The hub's first receiver: start watching the suite.
+      var firstOfHub: Bool
+      /// The key's first receiver: storage starts reporting the key.
+      var firstOfKey: Bool
+    }
+
+    /// Adds a receiver, after recording the key's current value.
+    mutating func add(_ receiver: any ChangeReceiver, forKey key: String, current: PropertyListValue?) -> Added {
       let fanout = record(current, forKey: key)
-      if keys[key] == nil {
+      let firstOfKey = keys[key] == nil
+      if firstOfKey {
         version += 1
         keys[key] = KeyEntry(last: current, version: version)
       }
       keys[key]!.receivers[ObjectIdentifier(receiver)] = receiver
       receiverCount += 1
-      return (fanout, keys[key]!.version, receiverCount == 1)
+      return Added(fanout: fanout, version: keys[key]!.version, firstOfHub: receiverCount == 1, firstOfKey: firstOfKey)
     }
 
     /// Removes a receiver (and the key's entry with its last one); returns it, to be released after the lock,
     /// and whether the hub has no receiver left.
     mutating func remove(_ receiver: any ChangeReceiver, forKey key: String) -> (
-      removed: (any ChangeReceiver)?, last: Bool
+      removed: (any ChangeReceiver)?, lastOfHub: Bool, lastOfKey: Bool
     ) {
       guard let removed = keys[key]?.receivers.removeValue(forKey: ObjectIdentifier(receiver)) else {
-        return (nil, false)
+        return (nil, false, false)
       }
-      if keys[key]?.receivers.isEmpty == true { keys[key] = nil }
+      let lastOfKey = keys[key]?.receivers.isEmpty == true
+      if lastOfKey { keys[key] = nil }
       receiverCount -= 1
-      return (removed, receiverCount == 0)
+      return (removed, receiverCount == 0, lastOfKey)
     }
   }
 
@@ -89,6 +99,10 @@ final class ChangeHub: Sendable {
   private let state = Locked(State())
   private let gate = WriteGate()
   private let refreshScheduled = Atomic<Bool>(false)
+  /// Key changes reported by storage that were not the hub's own writes (for tests).
+  let keyReportCount = Atomic<Int>(0)
+  /// Keys reported changed by storage and not yet re-read.
+  private let reportedKeys = Locked<Set<String>>([])
   /// Refreshes scheduled by outside-change notifications so far (for tests: the hub's own writes schedule none).
   let externalRefreshCount = Atomic<Int>(0)
   private let issueListeners = Locked<[ObjectIdentifier: @Sendable (DefaultsError) -> Void]>([:])
@@ -99,6 +113,7 @@ final class ChangeHub: Sendable {
     self.suiteIsKnown = suiteIsKnown
     if !suiteIsKnown { HubRegistry.unknownSuiteHubs.add(1, ordering: .relaxed) }
     storage.observeExternalChanges { [weak self] in self?.externalChangeNotified() }
+    storage.observeKeyChanges { [weak self] in self?.keyChangeReported($0) }
     storage.persistence?.attach(
       SuitePersistence.Hooks(
         refresh: { [weak self] in self?.refresh() },
@@ -180,21 +195,23 @@ final class ChangeHub: Sendable {
   /// Registers a receiver for a key and hands it the current value (as a change when `initial`, else as
   /// its baseline). ``remove(_:forKey:)`` takes it out again.
   func add(_ receiver: any ChangeReceiver, forKey key: String, initial: Bool) {
-    let (current, (fanout, version, first)) = state.withLock { state in
+    let (current, added) = state.withLock { state in
       let current = storage.value(forKey: key)
       return (current, state.add(receiver, forKey: key, current: current))
     }
-    if first { persistence?.setWatching(true) }
-    fanout?.deliver()
-    receiver.receive(current, version: version, notify: initial)
+    if added.firstOfHub { persistence?.setWatching(true) }
+    if added.firstOfKey { storage.keyObservation(key, changedBy: 1) }
+    added.fanout?.deliver()
+    receiver.receive(current, version: added.version, notify: initial)
   }
 
   /// Removes a receiver; the key's entry goes with its last receiver.
   func remove(_ receiver: any ChangeReceiver, forKey key: String) {
-    let (removed, last) = state.withLock { $0.remove(receiver, forKey: key) }
+    let (removed, lastOfHub, lastOfKey) = state.withLock { $0.remove(receiver, forKey: key) }
     // Released after the lock, in case it is the last reference to something heavier.
     withExtendedLifetime(removed) {}
-    if last { persistence?.setWatching(false) }
+    if lastOfKey { storage.keyObservation(key, changedBy: -1) }
+    if lastOfHub { persistence?.setWatching(false) }
   }
 
   /// The number of changes recorded so far (for tests: a write that changes nothing does not count).
@@ -218,6 +235,27 @@ final class ChangeHub: Sendable {
       guard let self else { return }
       self.refreshScheduled.store(false, ordering: .releasing)
       self.refresh()
+    }
+  }
+
+  /// A change of one key reported by storage (Apple: key-value observing). Inside a write of the hub's own it is
+  /// that write, already delivered; any other (another process's write) is re-read off the reporting thread,
+  /// which is inside Apple's machinery, coalescing reports that arrive meanwhile.
+  private func keyChangeReported(_ key: String) {
+    guard !gate.isHeldByCurrentThread else { return }
+    keyReportCount.add(1, ordering: .relaxed)
+    let first = reportedKeys.withLock { reported in
+      defer { reported.insert(key) }
+      return reported.isEmpty
+    }
+    guard first else { return }
+    DispatchQueue.global().async { [weak self] in
+      guard let self else { return }
+      let keys = self.reportedKeys.withLock { reported in
+        defer { reported = [] }
+        return Array(reported)
+      }
+      self.recheck(keys)
     }
   }
 

@@ -27,10 +27,29 @@ protocol DefaultsStorage: AnyObject, Sendable {
   /// Starts telling `handler` of changes the hub did not make (`didChangeNotification`, a simulated foreign
   /// write), on the thread that learned of them: possibly inside a write of the hub's.
   func observeExternalChanges(_ handler: @escaping @Sendable () -> Void)
+  /// Starts telling `handler` of changes reported key by key (Apple platforms: key-value observing, which also
+  /// reports other processes' writes), on the thread that learned of them: possibly inside a write of the hub's.
+  func observeKeyChanges(_ handler: @escaping @Sendable (String) -> Void)
+  /// The hub's report that `key` got its first observer (`+1`) or lost its last (`-1`): the storage reports
+  /// changes of exactly the observed keys (see ``KeyRegistrations``).
+  func keyObservation(_ key: String, changedBy delta: Int)
   /// The library's handling of the suite's file (Linux, a suite whose name is known), else nil.
   var persistence: SuitePersistence? { get }
   /// The `UserDefaults` instance behind the storage, if there is one.
   var userDefaults: UserDefaults? { get }
+}
+
+/// Forwards key-by-key change reports to the hub's handler, once it is set.
+final class KeyChangeForwarder: Sendable {
+  private let handler = Locked<(@Sendable (String) -> Void)?>(nil)
+
+  func set(_ newHandler: @escaping @Sendable (String) -> Void) {
+    handler.withLock { $0 = newHandler }
+  }
+
+  func forward(_ key: String) {
+    handler.withLock { $0 }?(key)
+  }
 }
 
 extension DefaultsStorage {

@@ -14,6 +14,10 @@ final class MemoryStorage: DefaultsStorage {
     /// Called synchronously inside every write, after the value is stored and outside every lock, with the key:
     /// the app's own observers on Apple platforms (which may write, read or refresh the store from there).
     var onWrite: (@Sendable (String) -> Void)?
+    /// Reports changes of observed keys one by one, as Apple's key-value observing does: inside every write of
+    /// such a key, and for writes of other processes (``MemoryStorage/writeFromOutside(_:forKey:)``). Keys it cannot
+    /// address (with `.` or `@`) are not reported.
+    var reportsKeyChanges = false
 
     /// The plain in-memory store.
     static let isolated = Behavior()
@@ -22,6 +26,9 @@ final class MemoryStorage: DefaultsStorage {
   private let values: Locked<[String: PropertyListValue]>
   private let behavior: Behavior
   private let externalChange = Locked<(@Sendable () -> Void)?>(nil)
+  private let keyChanges = KeyChangeForwarder()
+  /// The keys registered for reports (the bookkeeping Apple platforms use for key-value observing).
+  let registrations = KeyRegistrations(register: { _ in }, unregister: { _ in })
 
   init(_ initial: [String: PropertyListValue] = [:], behavior: Behavior = .isolated) {
     values = Locked(initial)
@@ -44,6 +51,7 @@ final class MemoryStorage: DefaultsStorage {
     case .url(let url): stored = try? url.propertyListValue()
     }
     values.withLock { $0[key] = stored }
+    reportKeyChange(key)
     behavior.onWrite?(key)
     if behavior.postsChangesInsideWrites { externalChange.withLock { $0 }?() }
     return stored
@@ -57,11 +65,31 @@ final class MemoryStorage: DefaultsStorage {
     externalChange.withLock { $0 = handler }
   }
 
-  /// A write the hub did not make (another process's, as Apple's key-value observing reports it): the value
-  /// changes and the external-change signal is sent, on the calling thread.
+  /// Another process's write: the value changes and, as on Apple platforms, only key-value observing reports it
+  /// (Apple posts `didChangeNotification` for writes of the current process only), on the calling thread.
   func writeFromOutside(_ value: PropertyListValue?, forKey key: String) {
     values.withLock { $0[key] = value }
+    reportKeyChange(key)
+  }
+
+  /// A plain `UserDefaults` write in this process, not through the hub: reported by key-value observing and by
+  /// the change notification, both inside the write.
+  func writeInProcess(_ value: PropertyListValue?, forKey key: String) {
+    values.withLock { $0[key] = value }
+    reportKeyChange(key)
     externalChange.withLock { $0 }?()
+  }
+
+  private func reportKeyChange(_ key: String) {
+    if behavior.reportsKeyChanges && registrations.registeredKeys.contains(key) { keyChanges.forward(key) }
+  }
+
+  func observeKeyChanges(_ handler: @escaping @Sendable (String) -> Void) {
+    keyChanges.set(handler)
+  }
+
+  func keyObservation(_ key: String, changedBy delta: Int) {
+    if behavior.reportsKeyChanges { registrations.change(key, by: delta) }
   }
 
   var persistence: SuitePersistence? { nil }

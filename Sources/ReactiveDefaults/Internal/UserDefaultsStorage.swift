@@ -8,16 +8,29 @@ final class UserDefaultsStorage: DefaultsStorage {
   private let defaults: SendableDefaults
   let persistence: SuitePersistence?
   private let notificationToken = Locked<NotificationToken?>(nil)
+  private let keyChanges: KeyChangeForwarder
+  /// The keys registered for key-value observing (Apple platforms; nil where `UserDefaults` has no KVO).
+  private let registrations: KeyRegistrations?
 
   /// - Parameters:
   ///   - defaults: The instance to read and write.
   ///   - domain: The suite's name when known, and whether it is the application's own (standard) domain.
   init(_ defaults: UserDefaults, domain: (name: String, isStandard: Bool)?) {
     self.defaults = SendableDefaults(instance: defaults)
+    let keyChanges = KeyChangeForwarder()
+    self.keyChanges = keyChanges
     #if os(Linux)
       persistence = domain.map { SuitePersistence(defaults: defaults, domainName: $0.name, isStandard: $0.isStandard) }
     #else
       persistence = nil
+    #endif
+    #if canImport(Darwin)
+      // The Apple-only part: the `NSObject` that key-value observing needs. Which keys it registers is decided by
+      // the platform-neutral `KeyRegistrations`, tested on Linux through the in-memory storage.
+      let observer = DefaultsKeyValueObserver(defaults) { keyChanges.forward($0) }
+      registrations = KeyRegistrations(register: { observer.register($0) }, unregister: { observer.unregister($0) })
+    #else
+      registrations = nil
     #endif
     // corelibs answers stale reads on a cold suite used from several threads at once: warm it up here (after the
     // persistence checked the file, so that corelibs never reads a file that could crash or hang it).
@@ -25,6 +38,7 @@ final class UserDefaultsStorage: DefaultsStorage {
   }
 
   deinit {
+    registrations?.unregisterAll()
     if let token = notificationToken.withLock({ $0 }) { NotificationCenter.default.removeObserver(token.observer) }
   }
 
@@ -63,6 +77,14 @@ final class UserDefaultsStorage: DefaultsStorage {
     guard let name = persistence?.file.domainName else { return [:] }
     return (defaults.instance.persistentDomain(forName: name) ?? [:]).compactMapValues(
       PropertyListValue.init(foundationObject:))
+  }
+
+  func observeKeyChanges(_ handler: @escaping @Sendable (String) -> Void) {
+    keyChanges.set(handler)
+  }
+
+  func keyObservation(_ key: String, changedBy delta: Int) {
+    registrations?.change(key, by: delta)
   }
 
   func observeExternalChanges(_ handler: @escaping @Sendable () -> Void) {
