@@ -268,6 +268,16 @@ public final class DefaultsStore: Sendable {
     try hub.save()
   }
 
+  /// The folder of the platform's preferences files: `$XDG_CONFIG_HOME` (when absolute) or `~/.config` on Linux,
+  /// `~/Library/Preferences` on Apple platforms.
+  @_spi(Tools) public static var preferencesFolder: String {
+    #if canImport(Darwin)
+      NSHomeDirectory() + "/Library/Preferences"
+    #else
+      SuiteFile.preferencesFolder
+    #endif
+  }
+
   /// The largest preferences file the library reads, imports or backs up: 64 MiB.
   @_spi(Tools) public static var maximumFileSize: Int { SuiteFile.maximumSize }
 

@@ -44,19 +44,23 @@ enum Commands {
     }
   }
 
+  /// Whether the domain exists: its file (Linux, where the library knows the file), else a non-empty persistent
+  /// domain (Apple platforms, where the preferences daemon owns the files).
   static func exists(_ store: DefaultsStore) -> Bool {
-    store.fileURL.map { FileManager.default.fileExists(atPath: $0.path) } ?? false
+    if let file = store.fileURL { return FileManager.default.fileExists(atPath: file.path) }
+    return !(store.suiteName.flatMap { store.userDefaults.persistentDomain(forName: $0) } ?? [:]).isEmpty
   }
 
   /// The domain's keys and values as saved.
   static func contents(_ store: DefaultsStore) -> [String: PropertyListValue] {
-    let domain = store.userDefaults.persistentDomain(forName: store.suiteName!) ?? [:]
+    let domain = store.suiteName.flatMap { store.userDefaults.persistentDomain(forName: $0) } ?? [:]
     return domain.compactMapValues(PropertyListValue.init(foundationObject:))
   }
 
-  static func domainNames() -> [String] {
-    let folder = DefaultsStore(suiteName: "rdefaults")!.fileURL!.deletingLastPathComponent()
-    let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+  /// The domains: the `.plist` files of the platform's preferences folder (`$XDG_CONFIG_HOME` or `~/.config` on
+  /// Linux, `~/Library/Preferences` on macOS) whose names are valid suite names.
+  static func domainNames(in folder: String = DefaultsStore.preferencesFolder) -> [String] {
+    let files = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
     return files.filter { $0.hasSuffix(".plist") }.map { String($0.dropLast(".plist".count)) }
       .filter(DefaultsStore.isValidSuiteName).sorted()
   }
@@ -285,7 +289,9 @@ enum Commands {
           for (key, value) in changes { print(key, value) }
         })
       else {
-        throw Failure(message: "cannot watch the domain's file on this platform.", hint: nil, code: .failure)
+        throw Failure(
+          message: "cannot watch a whole domain on this platform (its file belongs to the preferences daemon).",
+          hint: "Name the keys to watch: rdefaults watch \(domain) KEY…", code: .failure)
       }
       tokens.append(token)
     } else {

@@ -6,6 +6,8 @@ import Foundation
 /// reloads on file events). On Apple platforms the preferences daemon owns the files.
 final class UserDefaultsStorage: DefaultsStorage {
   private let defaults: SendableDefaults
+  /// The suite's domain name, when known.
+  private let domainName: String?
   let persistence: SuitePersistence?
   private let notificationToken = Locked<NotificationToken?>(nil)
   private let keyChanges: KeyChangeForwarder
@@ -17,6 +19,7 @@ final class UserDefaultsStorage: DefaultsStorage {
   ///   - domain: The suite's name when known, and whether it is the application's own (standard) domain.
   init(_ defaults: UserDefaults, domain: (name: String, isStandard: Bool)?) {
     self.defaults = SendableDefaults(instance: defaults)
+    domainName = domain?.name
     let keyChanges = KeyChangeForwarder()
     self.keyChanges = keyChanges
     #if os(Linux)
@@ -74,7 +77,7 @@ final class UserDefaultsStorage: DefaultsStorage {
   }
 
   func snapshot() -> [String: PropertyListValue] {
-    guard let name = persistence?.file.domainName else { return [:] }
+    guard let name = domainName else { return [:] }
     return (defaults.instance.persistentDomain(forName: name) ?? [:]).compactMapValues(
       PropertyListValue.init(foundationObject:))
   }
