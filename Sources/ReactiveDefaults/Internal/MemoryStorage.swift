@@ -18,6 +18,9 @@ final class MemoryStorage: DefaultsStorage {
     /// such a key, and for writes of other processes (``MemoryStorage/writeFromOutside(_:forKey:)``). Keys it cannot
     /// address (with `.` or `@`) are not reported.
     var reportsKeyChanges = false
+    /// Stores URLs as Apple's `set(_: URL?, forKey:)` does: a keyed archive in which a file in the home folder is
+    /// `~/…`, relative to the working directory.
+    var storesURLsAsApple = false
 
     /// The plain in-memory store.
     static let isolated = Behavior()
@@ -48,13 +51,25 @@ final class MemoryStorage: DefaultsStorage {
     switch write {
     case .set(let value): stored = value
     case .remove: stored = nil
-    case .url(let url): stored = try? url.propertyListValue()
+    case .url(let url): stored = behavior.storesURLsAsApple ? Self.appleArchive(of: url) : try? url.propertyListValue()
     }
     values.withLock { $0[key] = stored }
     reportKeyChange(key)
     behavior.onWrite?(key)
     if behavior.postsChangesInsideWrites { externalChange.withLock { $0 }?() }
     return stored
+  }
+
+  /// What Apple's `set(_: URL?, forKey:)` stores: the URL archived, a file URL's home folder abbreviated as `~`.
+  private static func appleArchive(of url: URL) -> PropertyListValue? {
+    let home = NSHomeDirectory()
+    guard url.isFileURL, url.path.hasPrefix(home + "/") else { return try? url.propertyListValue() }
+    let abbreviated = NSURL(
+      fileURLWithPath: "~" + url.path.dropFirst(home.count),
+      relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true))
+    return (try? NSKeyedArchiver.archivedData(withRootObject: abbreviated, requiringSecureCoding: true)).map {
+      .data($0)
+    }
   }
 
   func snapshot() -> [String: PropertyListValue] {
