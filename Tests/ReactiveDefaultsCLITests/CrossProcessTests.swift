@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 import ReactiveDefaults
 import Synchronization
 import TestSupport
@@ -17,7 +18,28 @@ private func withSuite(_ body: (String, DefaultsStore) async throws -> Void) asy
   try await body(name, store)
 }
 
+@Observable private final class ObservedPlayer {
+  @ObservationIgnored @Default<Double> var volume: Double
+  init(store: DefaultsStore) { _volume = Default(DefaultsKey<Double>("volume", default: 0.5), store: store) }
+}
+
 @Suite(.linuxOnly) struct CrossProcessTests {
+  /// An `@Observable` model with `@ObservationIgnored @Default` is tracked, also for a change another process saves.
+  @Test func anObservableModelSeesAnotherProcessesWrite() async throws {
+    try await withSuite { name, store in
+      let model = ObservedPlayer(store: store)
+      let changed = Recorder<Bool>()
+      withObservationTracking {
+        _ = model.volume
+      } onChange: {
+        changed.append(true)
+      }
+      try await runTool(["write", name, "volume", "-float", "0.3"], config: processConfigFolder)
+      #expect(await changed.wait { $0.count == 1 })
+      #expect(model.volume == 0.3)
+    }
+  }
+
   @Test func aChildProcessWriteReachesAnObserverHere() async throws {
     try await withSuite { name, store in
       let key = DefaultsKey<Int>("count", default: 0)

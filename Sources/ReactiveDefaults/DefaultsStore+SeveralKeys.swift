@@ -1,0 +1,181 @@
+import Synchronization
+
+extension DefaultsStore {
+  /// Calls `handler` with the current values of several keys (unless `initial` is false), then once per change of
+  /// any of them, always with all their current values.
+  ///
+  /// ```swift
+  /// let token = store.observe(.volume, .theme) { volume, theme in
+  ///   print("volume", volume, "theme", theme)
+  /// }
+  /// ```
+  ///
+  /// Each key is registered once with the suite's hub, like a single-key observer; a change of one key re-reads
+  /// nothing: the other values are the ones last delivered for their keys. The handler runs outside every lock, on
+  /// one thread at a time; changes that arrive while it runs are delivered right after it returns (with the
+  /// newest values).
+  ///
+  /// - Parameters:
+  ///   - keys: The keys, of any value types.
+  ///   - initial: Whether to call `handler` with the current values before returning.
+  ///   - handler: Receives the values, in the order of the keys.
+  /// - Returns: The token that keeps the observation alive; it ends on `cancel()` or when released.
+  public func observe<each Value: DefaultsValue>(
+    _ keys: repeat DefaultsKey<each Value>, initial: Bool = true,
+    _ handler: @escaping @Sendable (repeat each Value) -> Void
+  ) -> DefaultsObservation {
+    let observation = SeveralKeys(slots: repeat Slot(self[each keys]), handler: handler)
+    var tokens: [DefaultsObservation] = []
+    func register<Key: DefaultsValue>(_ key: DefaultsKey<Key>, _ slot: Slot<Key>) {
+      tokens.append(
+        property(key).observe(initial: false) { value in
+          slot.value = value
+          observation.emit()
+        })
+    }
+    repeat register(each keys, each observation.slots)
+    if initial { observation.emit() }
+    let all = tokens
+    return DefaultsObservation { for token in all { token.cancel() } }
+  }
+
+  /// The current values of several keys, then their values after each change of any of them, as an
+  /// `AsyncSequence` of tuples; like ``DefaultsProperty/values``, it keeps only the newest element when the
+  /// consumer is slower than the writes, and ends (removing its observers) when the consuming task is cancelled.
+  ///
+  /// ```swift
+  /// for await (volume, theme) in store.changes(of: .volume, .theme) { … }
+  /// ```
+  ///
+  /// - Parameter keys: The keys, of any value types.
+  /// - Returns: A new stream, observing from this moment.
+  public func changes<each Value: DefaultsValue>(
+    of keys: repeat DefaultsKey<each Value>
+  ) -> AsyncStream<(repeat each Value)> {
+    let (stream, continuation) = AsyncStream.makeStream(
+      of: (repeat each Value).self, bufferingPolicy: .bufferingNewest(1))
+    let yielder = TupleYielder(continuation)
+    let token = observe(repeat each keys) { (values: repeat each Value) in yielder.yield((repeat each values)) }
+    continuation.onTermination = { _ in token.cancel() }
+    return stream
+  }
+
+  /// Removes several keys in one call; each key's observers are told o  /// Removes several keys in one call; each key's observers are told once, if it held a value.
+  ///
+  /// - Parameter keys: The keys.
+  public func reset<each Value: DefaultsValue>(_ keys: repeat DefaultsKey<each Value>) {
+    for key in repeat each keys {
+      guard !key.name.isEmpty else {
+        report(.invalidKey(key.name))
+        continue
+      }
+      hub.write(.remove, forKey: key.name)
+    }
+  }
+
+  /// Removes every key of the suite; the observers of each removed key are told. On Linux the suite's file is then
+  /// removed, under the suite's lock (a save failure goes to ``issueHandler``).
+  public func removeAll() {
+    for key in hub.storage.snapshot().keys { hub.write(.remove, forKey: key) }
+    hub.saveReportingFailure()
+  }
+
+  /// Whether the key holds nothing, or holds its default value.
+  ///
+  /// - Parameter key: The key.
+  public func isDefault<Value>(_ key: DefaultsKey<Value>) -> Bool {
+    guard !key.name.isEmpty, let stored = hub.storage.value(forKey: key.name) else { return true }
+    guard case .success(let value) = Self.decode(stored, for: key) else { return false }
+    return isSameStoredValue(value, key.defaultValue)
+  }
+
+  /// The names of the keys stored in the suite's own domain (not the registered defaults or the arguments),
+  /// sorted; empty for a `UserDefaults` instance whose suite cannot be told (Apple platforms).
+  public var keys: [String] {
+    hub.storage.snapshot().keys.sorted()
+  }
+}
+
+extension DefaultsProperty {
+  /// Whether the key holds nothing, or holds its default value (see ``DefaultsStore/isDefault(_:)``).
+  public var isDefault: Bool {
+    store.isDefault(key)
+  }
+}
+
+/// The newest delivered value of one key of a multi-key observation.
+final class Slot<Value: DefaultsValue>: @unchecked Sendable {  // `storage` is behind `lock`
+  private let lock = Mutex(())
+  private nonisolated(unsafe) var storage: Value
+
+  init(_ value: Value) { storage = value }
+
+  var value: Value {
+    get { lock.withLock { _ in storage } }
+    set { lock.withLock { _ in storage = newValue } }
+  }
+}
+
+/// A multi-key observation: the newest value of each key, and the handler, called one thread at a time.
+final class SeveralKeys<each Value: DefaultsValue>: Sendable {
+  let slots: (repeat Slot<each Value>)
+  private let handler: @Sendable (repeat each Value) -> Void
+  private let emitter = Emitter()
+
+  init(slots: repeat Slot<each Value>, handler: @escaping @Sendable (repeat each Value) -> Void) {
+    self.slots = (repeat each slots)
+    self.handler = handler
+  }
+
+  private func current<Element>(_ slot: Slot<Element>) -> Element { slot.value }
+
+  /// Calls the handler with every key's newest value (or makes the thread already calling it call it again).
+  func emit() {
+    guard emitter.begin() else { return }
+    repeat {
+      handler(repeat current(each slots))
+    } while emitter.continues()
+  }
+}
+
+/// Calls a multi-key handler one thread at a time: a change that arrives while it runs makes the running thread
+/// call it again when it returns.
+final class Emitter: Sendable {
+  private struct State {
+    var running = false
+    var again = false
+  }
+
+  private let state = Locked(State())
+
+  /// Whether the caller is to call the handler (no other thread is); else the running thread calls it again.
+  func begin() -> Bool {
+    state.withLock { state in
+      guard !state.running else {
+        state.again = true
+        return false
+      }
+      state.running = true
+      return true
+    }
+  }
+
+  /// After a call: whether to call again (a change arrived meanwhile); else the caller is done.
+  func continues() -> Bool {
+    state.withLock { state in
+      guard state.again else {
+        state.running = false
+        return false
+      }
+      state.again = false
+      return true
+    }
+  }
+}
+
+/// Hands tuples to a stream's continuation (a tuple of a pack is not known to be `Sendable`).
+private final class TupleYielder<Element>: @unchecked Sendable {  // the continuation is thread-safe
+  private let continuation: AsyncStream<Element>.Continuation
+  init(_ continuation: AsyncStream<Element>.Continuation) { self.continuation = continuation }
+  func yield(_ element: sending Element) { continuation.yield(element) }
+}
