@@ -15,6 +15,9 @@ extension DefaultsStore {
   /// one thread at a time; changes that arrive while it runs are delivered right after it returns (with the
   /// newest values).
   ///
+  /// The value types come from the keys. Where a closure hides them (passing the values to `print(_:)`, which
+  /// takes `Any`, lets the compiler pick `Any`), name them: `{ (volume: Double, theme: Theme) in … }`.
+  ///
   /// - Parameters:
   ///   - keys: The keys, of any value types.
   ///   - initial: Whether to call `handler` with the current values before returning.

@@ -61,7 +61,7 @@ public final class DefaultsStore: Sendable {
   /// A new, isolated store that keeps its values in memory: it never reads or writes `UserDefaults` or disk.
   ///
   /// It behaves as every other store does (typed reads, reported mismatches, observers, ``DefaultsProperty/values``,
-  /// ``DefaultsProperty/bind(to:)``, Observation, ``reset(_:)``); ``flush()``, ``save()`` and ``refresh()`` have
+  /// ``DefaultsProperty/bind(to:)``, Observation, ``reset(_:)-3z74s``); ``flush()``, ``save()`` and ``refresh()`` have
   /// nothing to do. Use it in unit tests and previews, one per test:
   ///
   /// ```swift

@@ -76,6 +76,22 @@ struct Player {
     #expect(mirror.value == 0.9)
   }
 
+  // Snippet: Declare settings as properties
+  @Test func settingsAsProperties() {
+    defer { DefaultsStore.standard.reset(.volume, .theme) }
+    final class PlayerSettings {
+      @Default(.volume) var volume
+      @Default(.theme) var theme
+    }
+    let settings = PlayerSettings()
+    settings.volume = 0.4
+    let both = DefaultsStore.standard.observe(.volume, .theme) { volume, theme in
+      print("volume \(volume), theme \(theme)")  // volume 0.4, theme system
+    }
+    both.cancel()
+    #expect(DefaultsStore.standard[.volume] == 0.4 && settings.theme == .system)
+  }
+
   // Snippet: Test with an in-memory store
   @Test func muteSilencesThePlayer() {
     let settings = DefaultsStore.inMemory()
@@ -95,7 +111,7 @@ struct Player {
     let sourceLines = source.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
       .filter { !$0.isEmpty }
     let blocks = markdown.components(separatedBy: "```swift\n").dropFirst().map { $0.components(separatedBy: "```")[0] }
-    #expect(blocks.count >= 7)
+    #expect(blocks.count >= 8)
     for block in blocks {
       let lines = block.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
       let found = sourceLines.indices.contains { start in

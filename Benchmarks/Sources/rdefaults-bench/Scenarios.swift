@@ -88,6 +88,40 @@ enum Scenarios {
     return Comparison(baselineNanoseconds: base, oursNanoseconds: mine, ratio: mine / base)
   }
 
+  /// One write of a key observed by one 5-key observer ÷ one write of a key observed by one single-key observer:
+  /// the other four values are kept by the observation, not re-read.
+  static func multiKey(_ settings: Settings) -> Comparison {
+    let single = DefaultsStore(suiteName: scratchSuite("multikey-single"))!
+    let several = DefaultsStore(suiteName: scratchSuite("multikey-five"))!
+    defer {
+      cleanUp(single.suiteName!)
+      cleanUp(several.suiteName!)
+    }
+    let a = DefaultsKey<Int>("a", default: 0)
+    let b = DefaultsKey<Double>("b", default: 0)
+    let c = DefaultsKey<String>("c", default: "")
+    let d = DefaultsKey<Bool>("d", default: false)
+    let e = DefaultsKey<[Int]>("e", default: [])
+    let delivered = Atomic<Int>(0)
+    let one = single.property(a).observe { _ in delivered.add(1, ordering: .relaxed) }
+    let five = several.observe(a, b, c, d, e) { _, _, _, _, _ in delivered.add(1, ordering: .relaxed) }
+    let operations = settings.quick ? 10_000 : 50_000
+    var next = 1
+    let (base, mine) = compare(
+      rounds: settings.rounds, operations: operations,
+      baseline: { _ in
+        next &+= 1
+        single[a] = next
+      },
+      ours: { _ in
+        next &+= 1
+        several[a] = next
+      })
+    withExtendedLifetime((one, five)) {}
+    precondition(delivered.load(ordering: .relaxed) > 0, "the observers never ran")
+    return Comparison(baselineNanoseconds: base, oursNanoseconds: mine, ratio: mine / base)
+  }
+
   // MARK: Fan-out
 
   /// One write with `keys` keys observed: the classic recipe (every observer hears one shared "something
