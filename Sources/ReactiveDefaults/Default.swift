@@ -20,6 +20,9 @@
 ///   @ObservationIgnored @Default(.volume) var volume
 /// }
 /// ```
+///
+/// A class that conforms to `Sendable` cannot hold one (a property wrapper's storage is a `var`); keep the
+/// ``DefaultsProperty`` itself in a `let` there: `let volume = DefaultsStore.standard.property(.volume)`.
 @propertyWrapper
 public struct Default<Value: DefaultsValue>: Sendable {
   /// The key's two-way handle, shared by every read and write through the wrapper.

@@ -164,6 +164,11 @@ struct SettingsValue {
     ]
     store.removeAll()
     #expect(store.keys.isEmpty)
+    if storage == .suite && isLinux {
+      // As `rdefaults delete DOMAIN` does: the suite's file goes, under its lock.
+      let file = preferencesFolder.appendingPathComponent("\(store.suiteName!).plist").path
+      #expect(!FileManager.default.fileExists(atPath: file))
+    }
     #expect(volumes.values == [0.5])
     #expect(labels.values == ["none"])
     withExtendedLifetime(tokens) {}
