@@ -32,12 +32,16 @@ extension DefaultsStore {
     func register<Key: DefaultsValue>(_ key: DefaultsKey<Key>, _ slot: Slot<Key>) {
       tokens.append(
         property(key).observe(initial: false) { value in
-          slot.value = value
-          observation.emit()
+          slot.deliver(value)
+          observation.changed()
         })
     }
+    // Registered first, then each slot read again: a write between the first read and the registration would
+    // otherwise stay unseen until the key changed again. A delivery always wins over that second read.
     repeat register(each keys, each observation.slots)
-    if initial { observation.emit() }
+    func reread<Key: DefaultsValue>(_ key: DefaultsKey<Key>, _ slot: Slot<Key>) { slot.initialize(self[key]) }
+    repeat reread(each keys, each observation.slots)
+    observation.finishSetup(emitting: initial)
     let all = tokens
     return DefaultsObservation { for token in all { token.cancel() } }
   }
@@ -63,7 +67,7 @@ extension DefaultsStore {
     return stream
   }
 
-  /// Removes several keys in one call; each key's observers are told o  /// Removes several keys in one call; each key's observers are told once, if it held a value.
+  /// Removes several keys in one call; each key's observers are told once, if it held a value.
   ///
   /// - Parameter keys: The keys.
   public func reset<each Value: DefaultsValue>(_ keys: repeat DefaultsKey<each Value>) {
@@ -107,15 +111,26 @@ extension DefaultsProperty {
 }
 
 /// The newest delivered value of one key of a multi-key observation.
-final class Slot<Value: DefaultsValue>: @unchecked Sendable {  // `storage` is behind `lock`
+final class Slot<Value: DefaultsValue>: @unchecked Sendable {  // `storage` and `delivered` are behind `lock`
   private let lock = Mutex(())
   private nonisolated(unsafe) var storage: Value
+  private nonisolated(unsafe) var delivered = false
 
   init(_ value: Value) { storage = value }
 
-  var value: Value {
-    get { lock.withLock { _ in storage } }
-    set { lock.withLock { _ in storage = newValue } }
+  var value: Value { lock.withLock { _ in storage } }
+
+  /// A value the key's observer delivered.
+  func deliver(_ value: Value) {
+    lock.withLock { _ in
+      storage = value
+      delivered = true
+    }
+  }
+
+  /// The value read after registering; ignored once the observer delivered (its value is newer).
+  func initialize(_ value: Value) {
+    lock.withLock { _ in if !delivered { storage = value } }
   }
 }
 
@@ -124,6 +139,8 @@ final class SeveralKeys<each Value: DefaultsValue>: Sendable {
   let slots: (repeat Slot<each Value>)
   private let handler: @Sendable (repeat each Value) -> Void
   private let emitter = Emitter()
+  /// While the observers register, changes only mark that one happened (emitted once setup is done).
+  private let setup = Locked((done: false, changed: false))
 
   init(slots: repeat Slot<each Value>, handler: @escaping @Sendable (repeat each Value) -> Void) {
     self.slots = (repeat each slots)
@@ -131,6 +148,27 @@ final class SeveralKeys<each Value: DefaultsValue>: Sendable {
   }
 
   private func current<Element>(_ slot: Slot<Element>) -> Element { slot.value }
+
+  /// A key changed: emit, unless the observation is still being set up.
+  func changed() {
+    let now = setup.withLock { setup -> Bool in
+      guard setup.done else {
+        setup.changed = true
+        return false
+      }
+      return true
+    }
+    if now { emit() }
+  }
+
+  /// Ends the setup: emits the current values when asked, or when a change arrived during the setup.
+  func finishSetup(emitting initial: Bool) {
+    let changedMeanwhile = setup.withLock { setup -> Bool in
+      setup.done = true
+      return setup.changed
+    }
+    if initial || changedMeanwhile { emit() }
+  }
 
   /// Calls the handler with every key's newest value (or makes the thread already calling it call it again).
   func emit() {

@@ -199,7 +199,7 @@ final class ChangeHub: Sendable {
       let current = storage.value(forKey: key)
       return (current, state.add(receiver, forKey: key, current: current))
     }
-    if added.firstOfHub { persistence?.setWatching(true) }
+    if added.firstOfHub { persistence?.updateWatching { observerCount > 0 } }
     if added.firstOfKey { storage.keyObservation(key, changedBy: 1) }
     added.fanout?.deliver()
     receiver.receive(current, version: added.version, notify: initial)
@@ -211,7 +211,7 @@ final class ChangeHub: Sendable {
     // Released after the lock, in case it is the last reference to something heavier.
     withExtendedLifetime(removed) {}
     if lastOfKey { storage.keyObservation(key, changedBy: -1) }
-    if lastOfHub { persistence?.setWatching(false) }
+    if lastOfHub { persistence?.updateWatching { observerCount > 0 } }
   }
 
   /// The number of changes recorded so far (for tests: a write that changes nothing does not count).

@@ -197,7 +197,8 @@
     /// Watches the folder again if it exists (true), else the nearest existing ancestor. After watching an ancestor
     /// it looks again: the next folder down may have appeared before that watch began.
     private mutating func rewatch(_ inotify: Int32) -> Bool {
-      while true {
+      // Bounded: each round follows a folder that appeared meanwhile, and a path has few components.
+      for _ in 0..<64 {
         let watch = inotify_add_watch(inotify, folder, FolderWatcher.folderEvents | UInt32(IN_ONLYDIR))
         if watch >= 0 {
           folderWatch = watch
@@ -205,6 +206,9 @@
           ancestor = -1
           return true
         }
+        // The folder exists but cannot be watched (no permission, the watch limit reached): waiting for it to
+        // appear would never end.
+        guard errno == ENOENT || errno == ENOTDIR else { return false }
         var below = folder
         var path = (folder as NSString).deletingLastPathComponent
         while true {
@@ -222,6 +226,7 @@
         // Nothing new below the watched ancestor: its watch will tell when something appears.
         if !FileManager.default.fileExists(atPath: below) { return false }
       }
+      return false
     }
   }
 #endif

@@ -27,7 +27,8 @@ final class KeyRegistrations: Sendable {
     mutating func change(_ key: String, by delta: Int) -> Bool {
       guard KeyRegistrations.canRegister(key) else { return false }
       let count = (wanted[key] ?? 0) + delta
-      wanted[key] = count > 0 ? count : nil
+      // A −1 may arrive before its +1 (reports from different threads): counts below zero are kept.
+      wanted[key] = count != 0 ? count : nil
       guard !applying else { return false }
       applying = true
       return true
@@ -35,11 +36,11 @@ final class KeyRegistrations: Sendable {
 
     /// The next registration to apply, recorded as applied; `.done` when none is left (the caller stops).
     mutating func next() -> Action {
-      if let key = wanted.keys.first(where: { !registered.contains($0) }) {
+      if let key = wanted.first(where: { $0.value > 0 && !registered.contains($0.key) })?.key {
         registered.insert(key)
         return .register(key)
       }
-      if let key = registered.first(where: { wanted[$0] == nil }) {
+      if let key = registered.first(where: { (wanted[$0] ?? 0) <= 0 }) {
         registered.remove(key)
         return .unregister(key)
       }

@@ -244,14 +244,15 @@ struct SuiteFile: Sendable {
   static func replaceAtomically(_ target: String, with bytes: Data) throws(SaveFailure) {
     let temporary = target + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     try writeNewFile(temporary, bytes)
-    try move(temporary, over: target)
+    try move(temporary, over: target, sourceIsTemporary: true)
   }
 
-  /// Renames `source` over `target` and flushes their folder; on failure `source` is removed.
-  static func move(_ source: String, over target: String) throws(SaveFailure) {
+  /// Renames `source` over `target` and flushes their folder. On failure a temporary `source` is removed; a file
+  /// that holds data (a journal, an unreadable plist) is kept.
+  static func move(_ source: String, over target: String, sourceIsTemporary: Bool = false) throws(SaveFailure) {
     guard rename(source, target) == 0 else {
       let failure = SaveFailure(operation: "cannot rename \(source) to \(target)")
-      unlink(source)
+      if sourceIsTemporary { unlink(source) }
       throw failure
     }
     try flushFolder(of: target)

@@ -152,12 +152,15 @@ final class SuiteFileRecord: Sendable {
       let saved = synchronizeDomain() ? SuiteFile.contentsAfterSave(file.path, expected: bytes) : .unreadable
       switch saved {
       case .different(let written):
+        // The journal takes corelibs' content (atomically), then is renamed over the plist: one commit point, so
+        // a crash never leaves a journal older than the plist.
         do {
-          try SuiteFile.replaceAtomically(file.path, with: written)
-          unlink(journal)
+          try SuiteFile.replaceAtomically(journal, with: written)
         } catch {
-          try SuiteFile.move(journal, over: file.path)
+          // No room for another copy: the journal as it is (this save's keys, whole) becomes the plist; the
+          // extra keys stay in corelibs' memory, and corelibs' own file had them until this rename.
         }
+        try SuiteFile.move(journal, over: file.path)
       case .absent:
         unlink(journal)
         try SuiteFile.flushFolder(of: journal)

@@ -31,6 +31,8 @@ final class SuitePersistence: Sendable {
   private struct State {
     /// Keys written since the last save.
     var unsavedKeys: Set<String> = []
+    /// Saves that took their keys and have not finished: their keys are still in corelibs' dirty list.
+    var savesInProgress = 0
     var saveScheduled = false
     var reloadScheduled = false
     var hooks: Hooks?
@@ -39,15 +41,19 @@ final class SuitePersistence: Sendable {
       let first = unsavedKeys.isEmpty
       unsavedKeys.insert(key)
       if unsavedKeys.count >= maximum { return .saveNow }
-      guard first, !saveScheduled else { return .none }
-      saveScheduled = true
-      return .scheduleSave
+      // The first unsaved write registers for the save at exit, even when a coalesced save is already pending
+      // (a `save()` since may have taken the earlier keys and unregistered).
+      return first ? .scheduleSave : .none
     }
 
     mutating func takeUnsavedKeys() -> Set<String> {
+      savesInProgress += 1
       defer { unsavedKeys.removeAll() }
       return unsavedKeys
     }
+
+    /// Whether corelibs may hold writes not yet saved: unsaved keys, or keys a save in progress took.
+    var hasPendingWrites: Bool { !unsavedKeys.isEmpty || savesInProgress > 0 }
   }
 
   private let defaults: SendableDefaults
@@ -112,6 +118,11 @@ final class SuitePersistence: Sendable {
     case .saveNow: saveReportingFailure()
     case .scheduleSave:
       SaveOnExit.add(self)
+      let alreadyPending = state.withLock { state in
+        defer { state.saveScheduled = true }
+        return state.saveScheduled
+      }
+      guard !alreadyPending else { return }
       DispatchQueue.global().asyncAfter(deadline: .now() + Self.saveDelay) { [weak self] in
         guard let self else { return }
         // A flush (or a reload) since the write already saved it: nothing to do, no lock to take.
@@ -126,11 +137,15 @@ final class SuitePersistence: Sendable {
 
   var hasUnsavedWrites: Bool { state.withLock { !$0.unsavedKeys.isEmpty } }
 
+  /// Unsaved writes, or writes a save in progress has not finished saving: corelibs' copy must not be dropped.
+  private var hasPendingWrites: Bool { state.withLock { $0.hasPendingWrites } }
+
   /// Saves now: pending writes reach disk, merged with what other processes saved. On failure the file is as it
   /// was and the writes stay pending for the next save.
   func save() throws(DefaultsError) {
     let keys = state.withLock { $0.takeUnsavedKeys() }
     SaveOnExit.remove(self)
+    defer { state.withLock { $0.savesInProgress -= 1 } }
     do {
       let outcome = try record.save(defaults.instance, keys: keys)
       if let issue = outcome.issue { hooks?.announce(issue) }
@@ -172,14 +187,14 @@ final class SuitePersistence: Sendable {
     // The folder is gone (removed while watched): nothing to lock or read. Writes of ours wait for it (the next
     // save creates it); else corelibs' copy is dropped.
     guard FileManager.default.fileExists(atPath: file.folder) else {
-      if hasUnsavedWrites || !record.synchronizeDomain() { perform(.scheduleSave) }
+      if hasPendingWrites || !record.synchronizeDomain() { perform(.scheduleSave) }
       return
     }
     do {
       let (issue, reloaded) = try record.reload {
         // With no write in progress and nothing unsaved, corelibs only drops its cached copy; if it fails to,
         // it had something to write after all: save instead.
-        hooks?.excludingWrites { !self.hasUnsavedWrites && self.record.synchronizeDomain() } ?? false
+        hooks?.excludingWrites { !self.hasPendingWrites && self.record.synchronizeDomain() } ?? false
       }
       if let issue { hooks?.announce(issue) }
       // Writes of ours are pending: a save merges the file with them, which is a reload too.
@@ -204,11 +219,13 @@ final class SuitePersistence: Sendable {
     }
   }
 
-  /// Watches the suite's file while `wanted` (while the hub has observers).
-  func setWatching(_ wanted: Bool) {
+  /// Watches the suite's file while `wanted()` (the hub has observers), asked under the watch's lock, so that a
+  /// first observer arriving while the last one leaves never ends without a watch.
+  func updateWatching(_ wanted: () -> Bool) {
     #if os(Linux)
       let file = file
       let ended = watch.withLock { subscription -> FolderWatcher.Subscription? in
+        let wanted = wanted()
         if wanted && subscription == nil {
           subscription = FolderWatcher.subscribe(folder: file.folder, fileName: file.fileName) { [weak self] in
             self?.fileChanged()
