@@ -42,6 +42,22 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
   ///     long, not a directory, too many open files, a symbolic link left alone, ...).
   case saveFailed(path: String, reason: String)
 
+  /// ``DefaultsStore/edit(_:)`` was called on a suite while this thread is already editing it (from inside an edit's
+  /// body), or from a callback that `UserDefaults` makes synchronously during a write to it. The inner edit would
+  /// wait for the outer one forever; nothing was read or written.
+  ///
+  /// - Parameter suite: The suite's name (or "the standard suite", "an in-memory suite").
+  case reentrantEdit(suite: String)
+
+  /// A migration step could not be applied: the migration stopped there, and the suite is as it was before
+  /// ``DefaultsStore/migrate(_:)`` (no step of this call was applied or recorded).
+  ///
+  /// - Parameters:
+  ///   - step: The step's identity, such as `rename volumeLevel to volume`.
+  ///   - key: The key whose stored value was in the way, when one was.
+  ///   - reason: What went wrong: the value found, or the error a custom step or a conversion threw.
+  case migrationFailed(step: String, key: String?, reason: String)
+
   /// A readable explanation, with what to do about it.
   public var description: String {
     switch self {
@@ -58,6 +74,13 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
     case .saveFailed(let path, let reason):
       "Could not save \(path): \(reason). The file was left as it was; the unsaved values are kept and tried "
         + "again at the next save."
+    case .reentrantEdit(let suite):
+      "edit was called on \(suite) while this thread is already editing it (inside an edit's body, or in a callback "
+        + "of a write to it); it would wait for itself. Read and write through the transaction the outer edit hands "
+        + "its body instead."
+    case .migrationFailed(let step, let key, let reason):
+      "Migration step '\(step)' failed" + (key.map { " on key '\($0)'" } ?? "") + ": \(reason). "
+        + "No step of this migration was applied; the suite is as it was."
     }
   }
 }

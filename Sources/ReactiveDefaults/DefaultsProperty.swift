@@ -49,6 +49,26 @@ public final class DefaultsProperty<Value: DefaultsValue>: Sendable, Observable 
     }
   }
 
+  /// Changes the value in place, atomically: the one-key ``DefaultsStore/edit(_:)``.
+  ///
+  /// ```swift
+  /// try store.property(.launchCount).update { $0 += 1 }
+  /// ```
+  ///
+  /// - Parameter body: Changes the value it is handed, the key's freshest value; it may throw, and then nothing is
+  ///   written.
+  /// - Returns: The new value.
+  /// - Throws: The body's error, and the errors of ``DefaultsStore/edit(_:)``.
+  @discardableResult
+  public func update(_ body: (inout Value) throws -> Void) throws -> Value {
+    try store.edit { tx in
+      var value = tx[key]
+      try body(&value)
+      tx[key] = value
+      return value
+    }
+  }
+
   /// Calls `handler` with the current value (unless `initial` is false), then with every distinct change.
   ///
   /// The handler runs synchronously, after the new value is visible to readers and outside every lock, so it may

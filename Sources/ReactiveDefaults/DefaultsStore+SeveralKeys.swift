@@ -80,10 +80,11 @@ extension DefaultsStore {
     }
   }
 
-  /// Removes every key of the suite; the observers of each removed key are told. On Linux the suite's file is then
-  /// removed, under the suite's lock (a save failure goes to ``issueHandler``).
+  /// Removes every key of the suite but ``migrationsKey`` (so that migrations are not applied again); the observers
+  /// of each removed key are told. On Linux the suite's file is then removed when nothing is left, under the
+  /// suite's lock (a save failure goes to ``issueHandler``).
   public func removeAll() {
-    for key in hub.storage.snapshot().keys { hub.write(.remove, forKey: key) }
+    for key in hub.storage.snapshot().keys where key != Self.migrationsKey { hub.write(.remove, forKey: key) }
     hub.saveReportingFailure()
   }
 
@@ -96,10 +97,10 @@ extension DefaultsStore {
     return isSameStoredValue(value, key.defaultValue)
   }
 
-  /// The names of the keys stored in the suite's own domain (not the registered defaults or the arguments),
-  /// sorted; empty for a `UserDefaults` instance whose suite cannot be told (Apple platforms).
+  /// The names of the keys stored in the suite's own domain (not the registered defaults or the arguments, nor
+  /// ``migrationsKey``), sorted; empty for a `UserDefaults` instance whose suite cannot be told (Apple platforms).
   public var keys: [String] {
-    hub.storage.snapshot().keys.sorted()
+    hub.storage.snapshot().keys.filter { $0 != Self.migrationsKey }.sorted()
   }
 }
 

@@ -178,12 +178,14 @@ public final class DefaultsStore: Sendable {
   /// - Throws: ``DefaultsError/encodingFailed(key:type:reason:)`` when the value has no stored form (the
   ///   stored value is kept); ``DefaultsError/invalidKey(_:)`` for an empty key name.
   public func set<Value>(_ value: Value, for key: DefaultsKey<Value>) throws(DefaultsError) {
+    hub.write(try Self.storageWrite(of: value, for: key), forKey: key.name)
+  }
+
+  /// What writing `value` to `key` does to storage.
+  static func storageWrite<Value>(of value: Value, for key: DefaultsKey<Value>) throws(DefaultsError) -> StorageWrite {
     guard !key.name.isEmpty else { throw .invalidKey(key.name) }
     #if canImport(Darwin)
-      if let url = value as? URL {
-        hub.write(.url(url), forKey: key.name)
-        return
-      }
+      if let url = value as? URL { return .url(url) }
     #endif
     let stored: PropertyListValue?
     do {
@@ -191,7 +193,7 @@ public final class DefaultsStore: Sendable {
     } catch {
       throw .encodingFailed(key: key.name, type: "\(Value.self)", reason: "\(error)")
     }
-    hub.write(stored.map(StorageWrite.set) ?? .remove, forKey: key.name)
+    return stored.map(StorageWrite.set) ?? .remove
   }
 
   /// Removes the key, so reads give its default again; notifies its observers if it held a value.

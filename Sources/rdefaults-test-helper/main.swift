@@ -12,6 +12,11 @@
 //   rdefaults-test-helper fsize DOMAIN            save; on a line of input, fail a save (file size limit); on the
 //                                                 next, lift the limit and save again
 //   rdefaults-test-helper many N                  write one key to N suites with 256 descriptors at most, exit
+//   rdefaults-test-helper increment DOMAIN KEY N  on a line of input, `update { $0 += 1 }` N times; print "done", exit
+//   rdefaults-test-helper racy DOMAIN KEY N       the same with `store[k] = store[k] + 1` and `flush()` (loses updates)
+//   rdefaults-test-helper stall DOMAIN KEY INT    edit: write KEY, print "inside", wait inside the body (to be killed)
+//   rdefaults-test-helper migrate DOMAIN          on a line of input, migrate (a custom step counts its runs in the
+//                                                 key "runs", a rename moves "old" to "new"); print the steps applied
 import Dispatch
 import Foundation
 import ReactiveDefaults
@@ -43,6 +48,39 @@ case (4, "churn"):
     store[key(round % count)] = round
     try store.save()
   }
+case (5, "increment"), (5, "racy"):
+  guard let store = DefaultsStore(suiteName: arguments[2]), let count = Int(arguments[4]) else { exit(64) }
+  let key = DefaultsKey<Int>(arguments[3], default: 0)
+  say("ready")
+  _ = readLine()
+  for _ in 0..<count {
+    if arguments[1] == "increment" {
+      try store.property(key).update { $0 += 1 }
+    } else {
+      store[key] = store[key] + 1
+      try store.save()
+    }
+  }
+  say("done")
+  exit(0)
+case (5, "stall"):
+  guard let store = DefaultsStore(suiteName: arguments[2]), let value = Int(arguments[4]) else { exit(64) }
+  try store.edit { tx in
+    tx[DefaultsKey<Int>(arguments[3], default: 0)] = value
+    say("inside")
+    while true { pause() }  // until killed
+  }
+case (3, "migrate"):
+  guard let store = DefaultsStore(suiteName: arguments[2]) else { exit(64) }
+  let runs = DefaultsKey<Int>("runs", default: 0)
+  say("ready")
+  _ = readLine()
+  let applied = try store.migrate([
+    .custom("count-runs") { tx in tx[runs] += 1 },
+    .rename("old", to: DefaultsKey<String>("new", default: "")),
+  ])
+  say("applied \(applied.count)")
+  exit(0)
 case (3, "count"):
   guard let store = DefaultsStore(suiteName: arguments[2]) else { exit(64) }
   say("\(store.userDefaults.persistentDomain(forName: arguments[2])?.count ?? 0)")

@@ -98,6 +98,7 @@ final class ChangeHub: Sendable {
   let suiteIsKnown: Bool
   private let state = Locked(State())
   private let gate = WriteGate()
+  private let editLock = EditLock()
   private let refreshScheduled = Atomic<Bool>(false)
   /// Key changes reported by storage that were not the hub's own writes (for tests).
   let keyReportCount = Atomic<Int>(0)
@@ -142,20 +143,102 @@ final class ChangeHub: Sendable {
   /// a callback of a write in progress on this thread is done right after that one.
   func write(_ write: StorageWrite, forKey key: String) {
     guard case .proceed = gate.enter(write, forKey: key) else { return }
+    let applied = applyHoldingGate([(key, write)])
+    persistence?.perform(applied.saving)
+    for fanout in applied.fanouts { fanout.deliver() }
+    HubRegistry.didWrite(applied.written, through: self)
+  }
+
+  /// What writes done through the gate did.
+  private struct Applied {
     var fanouts: [Fanout] = []
     var saving = SuitePersistence.WriteAction.none
     var written: [String] = []
-    var next: (write: StorageWrite, key: String)? = (write, key)
+  }
+
+  /// Applies `writes`, then the writes that storage's callbacks queued meanwhile, holding the gate, which it opens
+  /// at the end.
+  private func applyHoldingGate(_ writes: [(key: String, write: StorageWrite)]) -> Applied {
+    var applied = Applied()
+    var remaining = writes[...]
+    var next = remaining.popFirst()
     while let current = next {
       let stored = storage.apply(current.write, forKey: current.key)
-      if let fanout = state.withLock({ $0.record(stored, forKey: current.key) }) { fanouts.append(fanout) }
-      if let action = persistence?.wrote(current.key), action.isMoreUrgent(than: saving) { saving = action }
-      written.append(current.key)
-      next = gate.next()
+      if let fanout = state.withLock({ $0.record(stored, forKey: current.key) }) { applied.fanouts.append(fanout) }
+      if let action = persistence?.wrote(current.key), action.isMoreUrgent(than: applied.saving) {
+        applied.saving = action
+      }
+      applied.written.append(current.key)
+      next = remaining.popFirst() ?? gate.next().map { (key: $0.key, write: $0.write) }
     }
-    persistence?.perform(saving)
-    for fanout in fanouts { fanout.deliver() }
-    HubRegistry.didWrite(written, through: self)
+    return applied
+  }
+
+  // MARK: Transactions
+
+  /// The suite as error messages name it.
+  var suiteDescription: String {
+    if let suiteName { return suiteName }
+    if storage.persistence != nil { return "the standard suite" }
+    return storage.userDefaults == nil ? "an in-memory suite" : "a UserDefaults instance"
+  }
+
+  /// Runs `body` as one transaction: no other edit of the suite runs meanwhile (in this process; on Linux, in any
+  /// process using the library, through the suite's lock), and the suite is first made the file as it is now.
+  /// `body` reads through storage and returns the writes to apply; they are applied, and saved, before the lock is
+  /// released. Observers are told after every lock, once per key that changed.
+  ///
+  /// - Throws: ``DefaultsError/reentrantEdit(suite:)`` from inside an edit of this suite on this thread (or from a
+  ///   callback storage makes during a write); ``DefaultsError/saveFailed(path:reason:)`` when the suite cannot be
+  ///   locked, reloaded or saved (the writes are then undone); `body`'s error, and then nothing is written.
+  func edit<Outcome>(_ body: () throws -> (outcome: Outcome, writes: [(key: String, write: StorageWrite)])) throws
+    -> Outcome
+  {
+    guard !gate.isHeldByCurrentThread, editLock.lock() else {
+      throw DefaultsError.reentrantEdit(suite: suiteDescription)
+    }
+    var findings = SuitePersistence.Findings()
+    var applied = Applied()
+    func commit(_ findings: inout SuitePersistence.Findings) throws -> Outcome {
+      let (outcome, writes) = try body()
+      guard !writes.isEmpty else { return outcome }
+      // What the writes replace, read before any of them (on Linux a read right after a write costs O(keys)).
+      let previous = writes.map { (key: $0.key, write: storage.value(forKey: $0.key).map(StorageWrite.set) ?? .remove) }
+      let unsavedBefore = persistence?.unsavedKeys ?? []
+      gate.enterForSeveralWrites()
+      let done = applyHoldingGate(writes)
+      if let persistence {
+        do {
+          try persistence.save(into: &findings)
+        } catch {
+          // The file is as it was: so is the suite in memory, and observers hear of nothing.
+          gate.enterForSeveralWrites()
+          _ = applyHoldingGate(previous)
+          persistence.forgetUnsaved(Set(writes.map(\.key)).subtracting(unsavedBefore))
+          throw error
+        }
+      }
+      applied = done
+      return outcome
+    }
+    let outcome: Outcome
+    do {
+      defer { editLock.unlock() }
+      if let persistence {
+        outcome = try persistence.exclusively(&findings, commit)
+      } else {
+        outcome = try commit(&findings)
+      }
+    } catch {
+      persistence?.act(on: findings)
+      throw error
+    }
+    for fanout in applied.fanouts { fanout.deliver() }
+    // Another process's changes, seen by the reload: the keys the edit wrote are recorded already, so each observer
+    // hears of a key once, with its final value.
+    persistence?.act(on: findings)
+    HubRegistry.didWrite(applied.written, through: self)
+    return outcome
   }
 
   /// Saves now (nothing to do for storage the library does not save).

@@ -38,6 +38,10 @@ final class SuiteFileRecord: Sendable {
   }
 
   private let state = Locked(State())
+  /// The thread holding the suite's lock through this record (0: none), so that a thread already holding it (an
+  /// ``DefaultsStore/edit(_:)`` whose body calls ``DefaultsStore/flush()``) runs on instead of waiting for itself:
+  /// `flock` locks an open file, so a second `open` of the lock file in the same process would wait forever.
+  private let lockOwner = Atomic<UInt>(0)
   /// The size of the file after the last save or reload.
   let savedFileSize = Atomic<Int>(0)
 
@@ -58,9 +62,22 @@ final class SuiteFileRecord: Sendable {
   /// The first look at the file, before corelibs reads it: completes a journal a crash left, and checks the file.
   func open() -> DefaultsError? {
     do {
-      return try file.withLock { () throws(SaveFailure) -> Check in try check() }.issue
+      return try locked { () throws(SaveFailure) -> Check in try check() }.issue
     } catch {
       return .saveFailed(path: file.path, reason: error.reason)
+    }
+  }
+
+  /// Runs `body` holding the suite's lock (the `flock` of its lock file), which excludes every other process and
+  /// every other thread of this one; a thread that already holds it runs `body` at once.
+  func locked<T>(_ body: () throws(SaveFailure) -> T) throws(SaveFailure) -> T {
+    let thread = currentThreadID()
+    // Only this thread ever stores its own id: seeing it means this thread holds the lock.
+    if lockOwner.load(ordering: .acquiring) == thread { return try body() }
+    return try file.withLock { () throws(SaveFailure) -> T in
+      lockOwner.store(thread, ordering: .releasing)
+      defer { lockOwner.store(0, ordering: .releasing) }
+      return try body()
     }
   }
 
@@ -117,7 +134,7 @@ final class SuiteFileRecord: Sendable {
   /// Saves `keys` (whose values are in `defaults`, corelibs' memory) into the suite's file, as described above.
   /// Throws without touching the plist when the save cannot be done whole.
   func save(_ defaults: UserDefaults, keys: Set<String>) throws(SaveFailure) -> SaveOutcome {
-    try file.withLock { () throws(SaveFailure) -> SaveOutcome in
+    try locked { () throws(SaveFailure) -> SaveOutcome in
       let check = try check()
       let bytes: Data
       if !check.changedElsewhere && file.stamp() != nil {
@@ -176,7 +193,7 @@ final class SuiteFileRecord: Sendable {
   /// `dropCache` (which runs under corelibs' and the hub's locks) agrees there is nothing unsaved.
   /// Returns the problem found and whether the cache was dropped (else the caller saves, which also reloads).
   func reload(dropCache: () -> Bool) throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) {
-    try file.withLock { () throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) in
+    try locked { () throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) in
       let check = try check()
       guard dropCache() else { return (check.issue, false) }
       markSynced()

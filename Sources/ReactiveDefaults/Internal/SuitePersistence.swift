@@ -137,20 +137,49 @@ final class SuitePersistence: Sendable {
 
   var hasUnsavedWrites: Bool { state.withLock { !$0.unsavedKeys.isEmpty } }
 
+  /// The keys written since the last save.
+  var unsavedKeys: Set<String> { state.withLock { $0.unsavedKeys } }
+
+  /// Takes keys out of the unsaved ones: their values in memory are the file's again (an edit undone).
+  func forgetUnsaved(_ keys: Set<String>) {
+    state.withLock { $0.unsavedKeys.subtract(keys) }
+  }
+
   /// Unsaved writes, or writes a save in progress has not finished saving: corelibs' copy must not be dropped.
   private var hasPendingWrites: Bool { state.withLock { $0.hasPendingWrites } }
 
   /// Saves now: pending writes reach disk, merged with what other processes saved. On failure the file is as it
   /// was and the writes stay pending for the next save.
   func save() throws(DefaultsError) {
+    var findings = Findings()
+    defer { act(on: findings) }
+    try save(into: &findings)
+  }
+
+  /// What saving or reloading found, acted on once no lock is held: observers and issue handlers are called then.
+  struct Findings {
+    var issues: [DefaultsError] = []
+    /// Another process had changed the file: observers must hear of its changes.
+    var changedElsewhere = false
+  }
+
+  /// Tells the stores' issue handlers, and the observers of keys another process changed.
+  func act(on findings: Findings) {
+    let hooks = hooks
+    for issue in findings.issues { hooks?.announce(issue) }
+    if findings.changedElsewhere { hooks?.refresh() }
+  }
+
+  /// ``save()``, leaving what it found in `findings`, for the caller to act on after its locks.
+  func save(into findings: inout Findings) throws(DefaultsError) {
     let keys = state.withLock { $0.takeUnsavedKeys() }
     SaveOnExit.remove(self)
     defer { state.withLock { $0.savesInProgress -= 1 } }
     do {
       let outcome = try record.save(defaults.instance, keys: keys)
-      if let issue = outcome.issue { hooks?.announce(issue) }
-      // The save merged another process's changes into memory: tell the observers.
-      if outcome.changedElsewhere { hooks?.refresh() }
+      if let issue = outcome.issue { findings.issues.append(issue) }
+      // The save merged another process's changes into memory.
+      if outcome.changedElsewhere { findings.changedElsewhere = true }
     } catch {
       if !keys.isEmpty {
         state.withLock { $0.unsavedKeys.formUnion(keys) }
@@ -158,6 +187,29 @@ final class SuitePersistence: Sendable {
       }
       throw .saveFailed(path: file.path, reason: error.reason)
     }
+  }
+
+  /// Runs `body` holding the suite's lock, so that no other process (or thread) saves or edits the suite meanwhile,
+  /// after making the suite in memory the file as it is now: another process's last save is included. `body` must
+  /// save before it returns (``save()`` works under the lock) and must not call out to unknown code. What was found
+  /// is added to `findings`, to act on after the lock.
+  ///
+  /// - Throws: `body`'s error; ``DefaultsError/saveFailed(path:reason:)`` when the lock cannot be taken or the
+  ///   suite not reloaded (writes of ours pending that cannot be saved), and then `body` does not run.
+  func exclusively<T>(_ findings: inout Findings, _ body: (inout Findings) throws -> T) throws -> T {
+    let outcome: Result<T, any Error>
+    do {
+      outcome = try record.locked { () throws(SaveFailure) -> Result<T, any Error> in
+        if !record.isSynced {
+          findings.changedElsewhere = true
+          do { try reloadHoldingLock(&findings) } catch { return .failure(error) }
+        }
+        return Result { try body(&findings) }
+      }
+    } catch {
+      throw DefaultsError.saveFailed(path: file.path, reason: error.reason)
+    }
+    return try outcome.get()
   }
 
   /// ``save()``, with a failure reported to the stores' issue handlers (the background save, the save at exit).
@@ -179,8 +231,10 @@ final class SuitePersistence: Sendable {
 
   /// Reloads the suite from disk and tells the hub, which notifies the observers of keys that changed.
   func reload() {
-    let hooks = hooks
-    defer { hooks?.refresh() }
+    var findings = Findings()
+    // The hub re-reads its observed keys in any case (cheap: observed keys only).
+    findings.changedElsewhere = true
+    defer { act(on: findings) }
     // The file is as this process last saved or read it (the event was our own save): nothing to reload. Without
     // this, every save of a large domain paid for a reload and a refresh of every observed key.
     if record.isSynced { return }
@@ -191,18 +245,36 @@ final class SuitePersistence: Sendable {
       return
     }
     do {
-      let (issue, reloaded) = try record.reload {
+      try record.locked { () throws(SaveFailure) in
+        do throws(DefaultsError) {
+          try reloadHoldingLock(&findings)
+        } catch {
+          findings.issues.append(error)
+        }
+      }
+    } catch {
+      // Only the lock can fail here: the file stays as it is, to be reloaded at its next change.
+      findings.issues.append(
+        .unreadableFile(path: file.path, reason: "cannot be reloaded: \(error.reason)", backup: nil))
+    }
+  }
+
+  /// Makes the suite in memory the file as it is now; call it holding the suite's lock. With writes of ours
+  /// pending, a save merges the file with them, which is a reload too.
+  private func reloadHoldingLock(_ findings: inout Findings) throws(DefaultsError) {
+    let hooks = hooks
+    let reloaded: (issue: DefaultsError?, reloaded: Bool)
+    do {
+      reloaded = try record.reload {
         // With no write in progress and nothing unsaved, corelibs only drops its cached copy; if it fails to,
         // it had something to write after all: save instead.
         hooks?.excludingWrites { !self.hasPendingWrites && self.record.synchronizeDomain() } ?? false
       }
-      if let issue { hooks?.announce(issue) }
-      // Writes of ours are pending: a save merges the file with them, which is a reload too.
-      if !reloaded { saveReportingFailure() }
     } catch {
-      // Only the lock can fail here: the file stays as it is, to be reloaded at its next change.
-      hooks?.announce(.unreadableFile(path: file.path, reason: "cannot be reloaded: \(error.reason)", backup: nil))
+      throw .saveFailed(path: file.path, reason: error.reason)
     }
+    if let issue = reloaded.issue { findings.issues.append(issue) }
+    if !reloaded.reloaded { try save(into: &findings) }
   }
 
   /// Schedules one reload for a burst of file events.

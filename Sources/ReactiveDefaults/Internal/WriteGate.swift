@@ -87,6 +87,12 @@ final class WriteGate: Sendable {
     }
   }
 
+  /// Waits for the gate and holds it (never call it from inside a write: check ``isHeldByCurrentThread``); the
+  /// caller writes, then takes ``next()`` until that returns nil.
+  func enterForSeveralWrites() {
+    _ = enter(nil)
+  }
+
   /// Runs `body` while no write is in progress (waiting for the gate; never from inside a write).
   func excludingWrites<T>(_ body: () -> T) -> T {
     // Inside a write of this thread's own (a callback), no other write can be in progress.

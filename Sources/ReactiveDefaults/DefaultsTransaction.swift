@@ -1,0 +1,110 @@
+/// The suite as an ``DefaultsStore/edit(_:)`` body sees it: reads give the freshest values (with the body's own
+/// writes), and writes are kept until the body returns, then applied and saved together.
+///
+/// ```swift
+/// try store.edit { tx in
+///   tx[.launchCount] += 1
+///   tx[.lastLaunch] = .now
+/// }
+/// ```
+///
+/// It exists only inside the body (it cannot be copied out of it). Reads behave as the store's: a key that is
+/// absent, or holds another type (reported to ``DefaultsStore/issueHandler``), reads as its default. A write whose
+/// value has no stored form makes the edit throw that error, and nothing is written.
+public struct DefaultsTransaction: ~Copyable {
+  private let store: DefaultsStore
+  private var writes: [String: StorageWrite] = [:]
+  private var order: [String] = []
+  /// The first write that failed: the edit throws it, and writes nothing.
+  private(set) var failure: DefaultsError?
+
+  init(store: DefaultsStore) {
+    self.store = store
+  }
+
+  /// The key's value: this transaction's write of it, else the stored value, else the key's default. Setting it
+  /// writes the value when the edit's body returns; setting `nil` removes the key.
+  ///
+  /// - Parameter key: The key.
+  public subscript<Value>(key: DefaultsKey<Value>) -> Value {
+    get {
+      switch decoded(key) {
+      case .success(let value): return value
+      case .failure(let issue):
+        store.report(issue)
+        return key.defaultValue
+      }
+    }
+    set {
+      do { try set(newValue, for: key) } catch { failure = failure ?? error }
+    }
+  }
+
+  /// The key's value, or an error saying why the stored value could not be read.
+  ///
+  /// - Parameter key: The key.
+  /// - Returns: This transaction's write of the key, else the stored value, else the key's default.
+  /// - Throws: ``DefaultsError/typeMismatch(key:expected:found:)`` when the key holds another type.
+  public func value<Value>(for key: DefaultsKey<Value>) throws(DefaultsError) -> Value {
+    try decoded(key).get()
+  }
+
+  /// Writes a value when the edit's body returns; writing `nil` removes the key.
+  ///
+  /// - Parameters:
+  ///   - value: The new value.
+  ///   - key: The key.
+  /// - Throws: ``DefaultsError/encodingFailed(key:type:reason:)`` when the value has no stored form. The
+  ///   transaction goes on, and this write is not part of it.
+  public mutating func set<Value>(_ value: Value, for key: DefaultsKey<Value>) throws(DefaultsError) {
+    record(try DefaultsStore.storageWrite(of: value, for: key), forName: key.name)
+  }
+
+  /// Removes the key when the edit's body returns, so reads give its default again.
+  ///
+  /// - Parameter key: The key.
+  public mutating func reset<Value>(_ key: DefaultsKey<Value>) {
+    guard !key.name.isEmpty else {
+      failure = failure ?? .invalidKey(key.name)
+      return
+    }
+    record(.remove, forName: key.name)
+  }
+
+  // MARK: By name (migrations)
+
+  /// The value the key has in this transaction, in property-list form.
+  func stored(forName name: String) -> PropertyListValue? {
+    guard let write = writes[name] else { return store.hub.storage.value(forKey: name) }
+    return write.value
+  }
+
+  /// Writes by name.
+  mutating func record(_ write: StorageWrite, forName name: String) {
+    if writes.updateValue(write, forKey: name) == nil { order.append(name) }
+  }
+
+  /// The writes to apply, in the order their keys were first written.
+  var pendingWrites: [(key: String, write: StorageWrite)] {
+    order.map { ($0, writes[$0]!) }
+  }
+
+  private func decoded<Value>(_ key: DefaultsKey<Value>) -> Result<Value, DefaultsError> {
+    guard let write = writes[key.name] else {
+      return store.decode(store.hub.storage.object(forKey: key.name), for: key)
+    }
+    guard let stored = write.value else { return .success(key.defaultValue) }
+    return DefaultsStore.decode(stored, for: key)
+  }
+}
+
+extension StorageWrite {
+  /// The value the write stores, in property-list form (nil: removed).
+  fileprivate var value: PropertyListValue? {
+    switch self {
+    case .set(let value): value
+    case .remove: nil
+    case .url(let url): try? url.propertyListValue()
+    }
+  }
+}

@@ -1,0 +1,192 @@
+import Dispatch
+import Foundation
+import TestSupport
+import Testing
+
+@testable import ReactiveDefaults
+
+/// A Codable value with no stored form: JSON has no NaN.
+private struct NotANumber: DefaultsCodable {
+  var value = Double.nan
+}
+
+/// The bytes of a suite's plist, or nil when it has none.
+func suiteFileBytes(_ suiteName: String) -> Data? {
+  try? Data(contentsOf: preferencesFolder.appendingPathComponent("\(suiteName).plist"))
+}
+
+@Suite struct TransactionTests {
+  /// Eight threads each add 1 a thousand times: every update counts.
+  @Test(arguments: Storage.allCases) func eightThreadsIncrementingLoseNoUpdate(_ storage: Storage) throws {
+    let (store, issues) = makeStore(storage)
+    let failures = Recorder<String>()
+    DispatchQueue.concurrentPerform(iterations: 8) { _ in
+      let count = store.property(.count)
+      for _ in 0..<1000 {
+        do { try count.update { $0 += 1 } } catch { failures.append("\(error)") }
+      }
+    }
+    #expect(failures.values.isEmpty)
+    #expect(store[.count] == 8000)
+    #expect(issues.values.isEmpty)
+    if storage == .suite, isLinux {
+      // Each update was saved before its lock was released.
+      let saved = try #require(suiteFileBytes(store.suiteName!))
+      let domain = try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any]
+      #expect(domain?["count"] as? Int == 8000)
+    }
+  }
+
+  @Test(arguments: Storage.allCases) func theBodySeesItsOwnWritesAndItsResultIsReturned(_ storage: Storage) throws {
+    let (store, _) = makeStore(storage)
+    store[.count] = 40
+    let result = try store.edit { tx in
+      tx[.count] += 1
+      tx[.count] += 1
+      tx[.name] = "n\(tx[.count])"
+      tx.reset(.volume)
+      return tx[.name] + "/\(tx[.volume])"
+    }
+    #expect(result == "n42/0.5")
+    #expect(store[.count] == 42)
+    #expect(store[.name] == "n42")
+    #expect(try store.property(.count).update { $0 *= 2 } == 84)
+  }
+
+  /// A body that throws writes nothing: the values, the file and the observers are as before.
+  @Test(arguments: Storage.allCases) func aThrowingBodyWritesNothing(_ storage: Storage) throws {
+    struct Refused: Error {}
+    let (store, _) = makeStore(storage)
+    store[.count] = 1
+    store.flush()
+    let before = store.suiteName.flatMap(suiteFileBytes)
+    let seen = Recorder<Int>()
+    let token = store.property(.count).observe { seen.append($0) }
+    #expect(throws: Refused.self) {
+      try store.edit { tx in
+        tx[.count] = 2
+        tx[.name] = "written?"
+        throw Refused()
+      }
+    }
+    #expect(throws: Refused.self) { try store.property(.count).update { _ in throw Refused() } }
+    #expect(store[.count] == 1)
+    #expect(store[.name] == "")
+    #expect(seen.values == [1])
+    store.flush()
+    #expect(store.suiteName.flatMap(suiteFileBytes) == before)
+    token.cancel()
+  }
+
+  /// A write without a stored form makes the whole edit fail, with the encoding error.
+  @Test(arguments: Storage.allCases) func aWriteThatCannotBeEncodedWritesNothing(_ storage: Storage) {
+    let (store, _) = makeStore(storage)
+    let broken = DefaultsKey<NotANumber?>("broken")
+    #expect {
+      try store.edit { tx in
+        tx[.count] = 5
+        tx[broken] = NotANumber()
+      }
+    } throws: { error in
+      guard case .encodingFailed(let key, _, _)? = error as? DefaultsError else { return false }
+      return key == "broken"
+    }
+    #expect(store[.count] == 0)
+    #expect(throws: DefaultsError.invalidKey("")) {
+      try store.edit { tx in
+        tx[.count] = 5
+        tx.reset(DefaultsKey<Int>("", default: 0))
+      }
+    }
+    #expect(store[.count] == 0)
+  }
+
+  /// Observers hear of each changed key once per edit, with its final value, and of unchanged keys never.
+  @Test(arguments: Storage.allCases) func observersHearEachKeyOncePerEdit(_ storage: Storage) throws {
+    let (store, _) = makeStore(storage)
+    store[.name] = "same"
+    let counts = Recorder<Int>()
+    let names = Recorder<String>()
+    let tokens = [
+      store.property(.count).observe { counts.append($0) }, store.property(.name).observe { names.append($0) },
+    ]
+    try store.edit { tx in
+      tx[.count] = 1
+      tx[.count] = 2
+      tx[.name] = "other"
+      tx[.name] = "same"
+      tx[.count] += 1
+    }
+    try store.edit { tx in tx[.count] = 3 }
+    #expect(counts.values == [0, 3])
+    #expect(names.values == ["same"])
+    tokens.forEach { $0.cancel() }
+  }
+
+  /// An edit inside an edit of the same suite would wait for itself: it throws, naming the suite, and the outer
+  /// edit goes on. An edit of another suite inside the body is fine.
+  @Test(arguments: Storage.allCases) func aReentrantEditThrowsNamingTheSuite(_ storage: Storage) throws {
+    let (store, _) = makeStore(storage)
+    let (other, _) = makeStore(.suite)
+    let suite = store.suiteName ?? "an in-memory suite"
+    let sameSuite = store.suiteName.flatMap(DefaultsStore.init(suiteName:)) ?? store
+    try store.edit { tx in
+      tx[.count] = 1
+      #expect(throws: DefaultsError.reentrantEdit(suite: suite)) { try store.edit { tx in tx[.count] = 2 } }
+      #expect(throws: DefaultsError.reentrantEdit(suite: suite)) { try sameSuite.property(.count).update { $0 = 3 } }
+      try other.edit { inner in inner[.count] = 7 }
+    }
+    #expect(store[.count] == 1)
+    #expect(other[.count] == 7)
+    #expect(DefaultsError.reentrantEdit(suite: suite).description.contains(suite))
+  }
+
+  /// Observers are called after the edit's locks: one may edit the suite again.
+  @Test(arguments: Storage.allCases) func anObserverMayEditTheSuite(_ storage: Storage) throws {
+    let (store, issues) = makeStore(storage)
+    let token = store.property(.count).observe(initial: false) { count in
+      guard count < 5 else { return }
+      do { try store.property(.count).update { $0 += 1 } } catch { issues.append(.invalidKey("\(error)")) }
+    }
+    try store.property(.count).update { $0 += 1 }
+    #expect(store[.count] == 5)
+    #expect(issues.values.isEmpty)
+    token.cancel()
+  }
+
+  /// Saving inside a body (`flush()` takes the suite's lock, which the edit holds) does not wait for itself.
+  @Test func aFlushInsideTheBodyDoesNotDeadlock() throws {
+    let (store, issues) = makeStore(.suite)
+    try store.edit { tx in
+      tx[.count] = 1
+      store[.name] = "plain"
+      store.flush()
+    }
+    #expect(store[.count] == 1)
+    #expect(store[.name] == "plain")
+    #expect(issues.values.isEmpty)
+  }
+
+  /// A save that fails undoes the edit: the values in memory are as before, observers hear nothing, and nothing is
+  /// left pending to be saved later over another process's values.
+  @Test(.linuxOnly) func aFailedSaveUndoesTheEdit() throws {
+    // `<name>.plist.lock` fits in a file name (255 bytes), `<name>.plist.journal` does not: the lock is taken, the
+    // save fails.
+    let name = "ReactiveDefaultsTests.failedSave." + String(repeating: "x", count: 243 - 33)
+    #expect(name.utf8.count == 243)
+    let store = try #require(DefaultsStore(suiteName: name))
+    defer { try? FileManager.default.removeItem(at: preferencesFolder.appendingPathComponent("\(name).plist.lock")) }
+    let seen = Recorder<Int>()
+    let token = store.property(.count).observe { seen.append($0) }
+    #expect {
+      try store.property(.count).update { $0 += 1 }
+    } throws: { error in
+      guard case .saveFailed(_, let reason)? = error as? DefaultsError else { return false }
+      return reason.contains("File name too long")
+    }
+    #expect(store[.count] == 0)
+    #expect(seen.values == [0])
+    #expect(store.hub.persistence?.unsavedKeys == [])
+    token.cancel()
+  }
+}
