@@ -159,11 +159,16 @@ private let countingStep = DefaultsMigration.custom("count-runs") { tx in tx[.ru
     store.userDefaultsOrMemory(set: true, forKey: "flag")
     store.userDefaultsOrMemory(set: 7, forKey: "count")
     store.userDefaultsOrMemory(set: 0.75, forKey: "volume")
+    store.userDefaultsOrMemory(set: Data([1, 2]), forKey: "blob")
+    // @AppStorage: an `Int` raw-value enum stores its raw value.
+    store.userDefaultsOrMemory(set: 2, forKey: "priority")
     #expect(store[.layout] == Layout(columns: 3, title: "side"))
     #expect(store[.theme] == .light)
     #expect(store[.flag] == true)
     #expect(store[.count] == 7)
     #expect(store[.volume] == 0.75)
+    #expect(store[DefaultsKey<Data>("blob", default: Data())] == Data([1, 2]))
+    #expect(store[DefaultsKey<Priority>("priority", default: .low)] == .high)
     #expect(issues.values.isEmpty)
     // Defaults: a `Codable` enum that is not `Defaults.Serializable` through its raw value is stored as JSON text.
     store.userDefaultsOrMemory(set: #""dark""#, forKey: "theme")
@@ -178,6 +183,10 @@ private let countingStep = DefaultsMigration.custom("count-runs") { tx in tx[.ru
 }
 
 extension Theme: Codable {}
+
+private enum Priority: Int, DefaultsValue {
+  case low = 0, medium, high
+}
 
 extension DefaultsStore {
   /// Writes a value as another library (or a plain `UserDefaults` call) would: past the library.

@@ -122,6 +122,32 @@ enum Scenarios {
     return Comparison(baselineNanoseconds: base, oursNanoseconds: mine, ratio: mine / base)
   }
 
+  // MARK: Transactions
+
+  /// `update { $0 += 1 }` (a locked reload-and-save) ÷ a plain write of the same key followed by `flush()`, in a
+  /// 100-key suite: an edit should cost one save, not more.
+  static func editVersusFlush(_ settings: Settings) -> Comparison {
+    let store = DefaultsStore(suiteName: scratchSuite("edit"))!
+    defer { cleanUp(store.suiteName!) }
+    for index in 0..<100 { store[DefaultsKey<Int>("k\(index)", default: 0)] = index }
+    store.flush()
+    let key = DefaultsKey<Int>("count", default: 0)
+    let property = store.property(key)
+    let operations = settings.quick ? 200 : 1_000
+    var next = 0
+    let (base, mine) = compare(
+      rounds: settings.rounds, operations: operations,
+      baseline: { _ in
+        next &+= 1
+        store[key] = next
+        store.flush()
+      },
+      ours: { _ in
+        do { try property.update { $0 += 1 } } catch { fatalError("update failed: \(error)") }
+      })
+    return Comparison(baselineNanoseconds: base, oursNanoseconds: mine, ratio: mine / base)
+  }
+
   // MARK: Fan-out
 
   /// One write with `keys` keys observed: the classic recipe (every observer hears one shared "something

@@ -52,6 +52,7 @@ func run(_ settings: Settings) throws {
   row("read_overhead_codable", reads["read_overhead_codable"]!, target: "-")
   row("write_overhead_int", Scenarios.write(settings), target: "≤ 1.5")
   row("multikey_overhead_5", Scenarios.multiKey(settings), target: "≤ 1.5")
+  row("edit_vs_flush", Scenarios.editVersusFlush(settings), target: "≤ 1.5")
   for keys in [100, 1_000, 10_000] {
     row("fanout_speedup_\(keys)", Scenarios.fanout(keys: keys, settings), target: keys == 1_000 ? "≥ 100" : "grows")
   }
