@@ -31,13 +31,6 @@ func runTool(
   try await offThePool { try runToolBlocking(arguments, config: config, input: input, tool: tool) }
 }
 
-/// Runs blocking work on a Dispatch thread and awaits its result.
-func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-  try await withCheckedThrowingContinuation { continuation in
-    DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-  }
-}
-
 /// A built executable, set up to run with its own preferences folder and its output piped.
 private func makeProcess(_ arguments: [String], config: String, tool: String) -> (Process, output: Pipe, error: Pipe) {
   let process = Process()
