@@ -30,8 +30,12 @@ extension DefaultsStore {
   ///   reloaded or saved: then the file is as it was, and so are the values in memory.
   @discardableResult
   public func edit<Result>(_ body: (inout DefaultsTransaction) throws -> Result) throws -> Result {
-    try hub.edit { () throws -> (outcome: Result, writes: [(key: String, write: StorageWrite)]) in
+    var issues: [DefaultsError] = []
+    // Told after the edit's locks are released, whatever the outcome.
+    defer { for issue in issues { report(issue) } }
+    return try hub.edit { () throws -> (outcome: Result, writes: [(key: String, write: StorageWrite)]) in
       var transaction = DefaultsTransaction(store: self)
+      defer { issues = transaction.issues }
       let outcome = try body(&transaction)
       if let failure = transaction.failure { throw failure }
       return (outcome, transaction.pendingWrites)
@@ -39,7 +43,8 @@ extension DefaultsStore {
   }
 
   /// The reserved key under which ``migrate(_:)`` records the identities of the steps applied so far, as an array
-  /// of strings: `ReactiveDefaults.migrations`. ``keys`` leaves it out, and ``removeAll()`` keeps it (so that migrations are not applied again); `rdefaults read` shows it like any other key.
+  /// of strings: `ReactiveDefaults.migrations`. ``keys`` leaves it out, and ``removeAll()`` keeps it (so that
+  /// migrations are not applied again); `rdefaults read` shows it like any other key.
   public static let migrationsKey = "ReactiveDefaults.migrations"
 
   /// Applies, in order, the steps not applied to this suite before, as one ``edit(_:)``, and records them.
@@ -90,6 +95,7 @@ extension DefaultsStore {
       for step in steps where !done.contains(step.identity) {
         do {
           try step.apply(&tx)
+          if let failure = tx.failure { throw failure }
         } catch let error as DefaultsError {
           if case .migrationFailed = error { throw error }
           throw DefaultsError.migrationFailed(step: step.identity, key: error.key, reason: "\(error)")

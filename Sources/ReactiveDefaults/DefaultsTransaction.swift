@@ -17,6 +17,8 @@ public struct DefaultsTransaction: ~Copyable {
   private var order: [String] = []
   /// The first write that failed: the edit throws it, and writes nothing.
   private(set) var failure: DefaultsError?
+  /// Problems of reads (type mismatches), told to the issue handler after the edit: never under its locks.
+  private(set) var issues: [DefaultsError] = []
 
   init(store: DefaultsStore) {
     self.store = store
@@ -27,11 +29,11 @@ public struct DefaultsTransaction: ~Copyable {
   ///
   /// - Parameter key: The key.
   public subscript<Value>(key: DefaultsKey<Value>) -> Value {
-    get {
+    mutating get {
       switch decoded(key) {
       case .success(let value): return value
       case .failure(let issue):
-        store.report(issue)
+        issues.append(issue)
         return key.defaultValue
       }
     }
@@ -76,7 +78,7 @@ public struct DefaultsTransaction: ~Copyable {
   /// The value the key has in this transaction, in property-list form.
   func stored(forName name: String) -> PropertyListValue? {
     guard let write = writes[name] else { return store.hub.storage.value(forKey: name) }
-    return write.value
+    return write.storedValue
   }
 
   /// Writes by name.
@@ -93,18 +95,7 @@ public struct DefaultsTransaction: ~Copyable {
     guard let write = writes[key.name] else {
       return store.decode(store.hub.storage.object(forKey: key.name), for: key)
     }
-    guard let stored = write.value else { return .success(key.defaultValue) }
+    guard let stored = write.storedValue else { return .success(key.defaultValue) }
     return DefaultsStore.decode(stored, for: key)
-  }
-}
-
-extension StorageWrite {
-  /// The value the write stores, in property-list form (nil: removed).
-  fileprivate var value: PropertyListValue? {
-    switch self {
-    case .set(let value): value
-    case .remove: nil
-    case .url(let url): try? url.propertyListValue()
-    }
   }
 }

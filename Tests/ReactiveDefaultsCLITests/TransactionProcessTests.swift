@@ -39,16 +39,24 @@ private func readValue(_ domain: String, _ key: String, config: String) async th
     try await runTool(["write", "killed", "n", "-int", "10"], config: config)
     let path = config + "/killed.plist"
     let before = try Data(contentsOf: URL(fileURLWithPath: path))
+    // Killed inside the body: the file is byte for byte as before.
+    let first = try RunningTool(["stall", "killed", "n", "99"], config: config, tool: "rdefaults-test-helper")
+    #expect(await first.lines.wait { $0 == ["inside"] })
+    await first.kill(SIGKILL)
+    #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    // Killed while another process waits for the suite's lock: that one runs once the lock is free.
     let child = try RunningTool(["stall", "killed", "n", "99"], config: config, tool: "rdefaults-test-helper")
     #expect(await child.lines.wait { $0 == ["inside"] })
-    await child.kill(SIGKILL)
-    #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
-    #expect(!FileManager.default.fileExists(atPath: path + ".journal"))
+    // Another process waits for the stalled one's lock (for as long as this test looks): opening the suite takes
+    // it too, to check the file.
     let next = try RunningTool(["increment", "killed", "n", "1"], config: config, tool: "rdefaults-test-helper")
-    #expect(await next.lines.wait { $0.first == "ready" })
     next.send("go")
+    #expect(await !next.exited(timeout: 1), "an edit ran while another process's edit held the suite")
+    await child.kill(SIGKILL)
     #expect(await next.exited(timeout: 30))
+    #expect(next.lines.lines.last == "done")
     #expect(try await readValue("killed", "n", config: config) == "11")
+    #expect(!FileManager.default.fileExists(atPath: path + ".journal"))
   }
 
   /// Two processes migrating at the same moment apply each step once: one applies both, the other none.

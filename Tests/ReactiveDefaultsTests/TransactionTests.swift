@@ -15,7 +15,8 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
   try? Data(contentsOf: preferencesFolder.appendingPathComponent("\(suiteName).plist"))
 }
 
-@Suite struct TransactionTests {
+// A deadlock would hang, not fail: each test is bounded.
+@Suite(.timeLimit(.minutes(2))) struct TransactionTests {
   /// Eight threads each add 1 a thousand times: every update counts.
   @Test(arguments: Storage.allCases) func eightThreadsIncrementingLoseNoUpdate(_ storage: Storage) async throws {
     let (store, issues) = makeStore(storage)
@@ -157,6 +158,25 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
     token.cancel()
   }
 
+  /// A type mismatch read in a body is told to the issue handler after the edit's locks: a handler that waits for
+  /// another thread's edit of the same suite does not deadlock.
+  @Test(arguments: Storage.allCases) func issuesAreToldAfterTheLocks(_ storage: Storage) throws {
+    let (store, _) = makeStore(storage)
+    store[.name] = "text"
+    let told = Recorder<DefaultsError>()
+    store.issueHandler = { issue in
+      // Another thread edits the suite, and this one waits for it.
+      DispatchQueue.global().sync {
+        do { try store.property(.count).update { $0 += 1 } } catch { told.append(.invalidKey("\(error)")) }
+      }
+      told.append(issue)
+    }
+    let read = try store.edit { tx in tx[DefaultsKey<Int>("name", default: -1)] }
+    #expect(read == -1)
+    #expect(told.values == [.typeMismatch(key: "name", expected: "Int", found: "String")])
+    #expect(store[.count] == 1)
+  }
+
   /// Saving inside a body (`flush()` takes the suite's lock, which the edit holds) does not wait for itself.
   @Test func aFlushInsideTheBodyDoesNotDeadlock() throws {
     let (store, issues) = makeStore(.suite)
@@ -189,7 +209,9 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
     }
     #expect(store[.count] == 0)
     #expect(seen.values == [0])
+    // Nothing is left in memory to be saved later, over what another process may save meanwhile.
     #expect(store.hub.persistence?.unsavedKeys == [])
+    #expect(store.userDefaults.persistentDomain(forName: name)?["count"] == nil)
     token.cancel()
   }
 }

@@ -190,7 +190,7 @@ final class ChangeHub: Sendable {
   ///
   /// - Throws: ``DefaultsError/reentrantEdit(suite:)`` from inside an edit of this suite on this thread (or from a
   ///   callback storage makes during a write); ``DefaultsError/saveFailed(path:reason:)`` when the suite cannot be
-  ///   locked, reloaded or saved (the writes are then undone); `body`'s error, and then nothing is written.
+  ///   locked, reloaded or saved (then nothing is written); `body`'s error, and then nothing is written.
   func edit<Outcome>(_ body: () throws -> (outcome: Outcome, writes: [(key: String, write: StorageWrite)])) throws
     -> Outcome
   {
@@ -199,35 +199,33 @@ final class ChangeHub: Sendable {
     }
     var findings = SuitePersistence.Findings()
     var applied = Applied()
-    func commit(_ findings: inout SuitePersistence.Findings) throws -> Outcome {
+    // Linux: the writes go straight into the file, then into memory and the observers' record, with no write of
+    // ours in between; a failure leaves all three as they were.
+    func commit(_ findings: inout SuitePersistence.Findings, to persistence: SuitePersistence) throws -> Outcome {
       let (outcome, writes) = try body()
       guard !writes.isEmpty else { return outcome }
-      // What the writes replace, read before any of them (on Linux a read right after a write costs O(keys)).
-      let previous = writes.map { (key: $0.key, write: storage.value(forKey: $0.key).map(StorageWrite.set) ?? .remove) }
-      let unsavedBefore = persistence?.unsavedKeys ?? []
-      gate.enterForSeveralWrites()
-      let done = applyHoldingGate(writes)
-      if let persistence {
-        do {
-          try persistence.save(into: &findings)
-        } catch {
-          // The file is as it was: so is the suite in memory, and observers hear of nothing.
-          gate.enterForSeveralWrites()
-          _ = applyHoldingGate(previous)
-          persistence.forgetUnsaved(Set(writes.map(\.key)).subtracting(unsavedBefore))
-          throw error
-        }
+      let changes = writes.map { (key: $0.key, value: $0.write.storedValue) }
+      try persistence.commit(changes, findings: &findings) {
+        applied.fanouts = state.withLock { state in changes.compactMap { state.record($0.value, forKey: $0.key) } }
+        applied.written = changes.map(\.key)
       }
-      applied = done
+      return outcome
+    }
+    // Memory and Apple platforms: nothing to save; the writes go to storage one after another, through the gate.
+    func apply() throws -> Outcome {
+      let (outcome, writes) = try body()
+      guard !writes.isEmpty else { return outcome }
+      gate.enterForSeveralWrites()
+      applied = applyHoldingGate(writes)
       return outcome
     }
     let outcome: Outcome
     do {
       defer { editLock.unlock() }
       if let persistence {
-        outcome = try persistence.exclusively(&findings, commit)
+        outcome = try persistence.exclusively(&findings) { try commit(&$0, to: persistence) }
       } else {
-        outcome = try commit(&findings)
+        outcome = try apply()
       }
     } catch {
       persistence?.act(on: findings)
@@ -239,6 +237,19 @@ final class ChangeHub: Sendable {
     persistence?.act(on: findings)
     HubRegistry.didWrite(applied.written, through: self)
     return outcome
+  }
+
+  /// Writes many keys at once, atomically: on Linux straight into the suite's file (one save, whatever the number
+  /// of keys), elsewhere as one edit.
+  func merge(_ entries: [String: PropertyListValue]) throws(DefaultsError) {
+    if let persistence { return try persistence.merge(entries) }
+    do {
+      try edit { ((), entries.map { (key: $0.key, write: StorageWrite.set($0.value)) }) }
+    } catch let error as DefaultsError {
+      throw error
+    } catch {
+      throw .saveFailed(path: suiteDescription, reason: "\(error)")
+    }
   }
 
   /// Saves now (nothing to do for storage the library does not save).

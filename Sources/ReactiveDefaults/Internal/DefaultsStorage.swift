@@ -9,6 +9,17 @@ enum StorageWrite: Sendable {
   case url(URL)
 }
 
+extension StorageWrite {
+  /// The value the write stores, in property-list form (nil: removed); a URL as the library's keyed archive.
+  var storedValue: PropertyListValue? {
+    switch self {
+    case .set(let value): value
+    case .remove: nil
+    case .url(let url): try? url.propertyListValue()
+    }
+  }
+}
+
 /// Where a suite's values live: the one seam between the change hub and `UserDefaults` or memory.
 ///
 /// Implementations: ``UserDefaultsStorage`` (on Linux with a ``SuitePersistence`` that owns the plist file; on

@@ -142,21 +142,7 @@ final class SuiteFileRecord: Sendable {
         // unsaved writes: the merged domain as it stands, with no need to parse the file again.
         bytes = try SuiteFile.encode(defaults.persistentDomain(forName: file.domainName) ?? [:])
       } else {
-        var entries: [String: PropertyListValue]
-        do throws(SuiteFileProblem) {
-          if let domain = check.domain {
-            entries = domain.entries
-          } else {
-            entries = try file.settledRead()?.entries ?? [:]
-          }
-        } catch {
-          if error.isLeftAlone { throw SaveFailure("\(file.path) \(error.reason)") }
-          // Reported and backed up by the check: out of the way now, so that corelibs' own save does not read it.
-          if file.stamp() != nil && error != .empty && file.moveAside() == nil {
-            throw SaveFailure("cannot move the unreadable \(file.path) aside, so it was not replaced")
-          }
-          entries = [:]
-        }
+        var entries = try entriesOnDisk(check)
         let memory = defaults.persistentDomain(forName: file.domainName) ?? [:]
         for key in keys { entries[key] = memory[key].flatMap(PropertyListValue.init(foundationObject:)) }
         bytes = try SuiteFile.encode(entries.mapValues(\.foundationObject))
@@ -166,7 +152,8 @@ final class SuiteFileRecord: Sendable {
       // corelibs' file can hold more than the journal: writes made with plain `UserDefaults` in this process, or
       // writes of ours that raced with this save. When corelibs' save failed (its in-place write may have stopped
       // halfway), or its file is unreadable, the journal replaces it.
-      let saved = synchronizeDomain() ? SuiteFile.contentsAfterSave(file.path, expected: bytes) : .unreadable
+      let corelibsSaved = synchronizeDomain()
+      let saved = corelibsSaved ? SuiteFile.contentsAfterSave(file.path, expected: bytes) : .unreadable
       switch saved {
       case .different(let written):
         // The journal takes corelibs' content (atomically), then is renamed over the plist: one commit point, so
@@ -184,8 +171,53 @@ final class SuiteFileRecord: Sendable {
       case .same, .unreadable:
         try SuiteFile.move(journal, over: file.path)
       }
-      markSynced()
+      if corelibsSaved || !check.changedElsewhere {
+        markSynced()
+      } else {
+        // corelibs kept its copy, which lacks the other process's changes: the next edit or reload must not trust it.
+        state.withLock { $0.synced = nil }
+      }
       return SaveOutcome(issue: check.issue, changedElsewhere: check.changedElsewhere)
+    }
+  }
+
+  /// The keys and values of the file as it is (call it holding the file's lock, after `check`): an unreadable file
+  /// (reported and backed up by the check) is moved out of the way and counts as empty, so that neither this save
+  /// nor corelibs' own reads it again.
+  private func entriesOnDisk(_ check: Check) throws(SaveFailure) -> [String: PropertyListValue] {
+    do throws(SuiteFileProblem) {
+      if let domain = check.domain { return domain.entries }
+      return try file.settledRead()?.entries ?? [:]
+    } catch {
+      if error.isLeftAlone { throw SaveFailure("\(file.path) \(error.reason)") }
+      if file.stamp() != nil && error != .empty && file.moveAside() == nil {
+        throw SaveFailure("cannot move the unreadable \(file.path) aside, so it was not replaced")
+      }
+      return [:]
+    }
+  }
+
+  /// Writes `changes` into the suite's file (a nil value removes its key), keeping its other keys, as one atomic
+  /// replacement (a flushed journal, then a rename), and drops corelibs' cached copy so that the next read loads the
+  /// file. Call it holding the suite's lock, with nothing unsaved in corelibs and no write in progress: corelibs'
+  /// copy is dropped, not merged. Much cheaper than writing many keys through corelibs, whose cost per new key
+  /// grows with the number of unsaved keys; and a failure leaves both the file and memory as they were.
+  /// Returns the problem the check found (an unreadable file, backed up, that is replaced).
+  func merge(_ changes: [(key: String, value: PropertyListValue?)]) throws(SaveFailure) -> DefaultsError? {
+    try locked { () throws(SaveFailure) -> DefaultsError? in
+      let check = try check()
+      var domain = try entriesOnDisk(check)
+      for (key, value) in changes { domain[key] = value }
+      let bytes = try SuiteFile.encode(domain.mapValues(\.foundationObject))
+      try SuiteFile.writeNewFile(file.journalPath, bytes)
+      try SuiteFile.move(file.journalPath, over: file.path)
+      // Committed. Until corelibs drops its copy, reads give the values from before, never a mix.
+      guard synchronizeDomain() else {
+        state.withLock { $0.synced = nil }
+        throw SaveFailure("the file was saved, but Foundation's copy of the suite could not be reloaded")
+      }
+      markSynced()
+      return check.issue
     }
   }
 

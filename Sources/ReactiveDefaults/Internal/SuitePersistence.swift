@@ -140,11 +140,6 @@ final class SuitePersistence: Sendable {
   /// The keys written since the last save.
   var unsavedKeys: Set<String> { state.withLock { $0.unsavedKeys } }
 
-  /// Takes keys out of the unsaved ones: their values in memory are the file's again (an edit undone).
-  func forgetUnsaved(_ keys: Set<String>) {
-    state.withLock { $0.unsavedKeys.subtract(keys) }
-  }
-
   /// Unsaved writes, or writes a save in progress has not finished saving: corelibs' copy must not be dropped.
   private var hasPendingWrites: Bool { state.withLock { $0.hasPendingWrites } }
 
@@ -189,6 +184,67 @@ final class SuitePersistence: Sendable {
     }
   }
 
+  /// Writes `entries` into the suite's file in one atomic save, keeping its other keys, under the suite's lock
+  /// (``commit(_:findings:committed:)``). Observers of changed keys are told after the locks.
+  func merge(_ entries: [String: PropertyListValue]) throws(DefaultsError) {
+    var findings = Findings()
+    findings.changedElsewhere = true
+    defer { act(on: findings) }
+    do {
+      try record.locked { () throws(SaveFailure) in
+        do throws(DefaultsError) {
+          try commit(entries.map { ($0.key, $0.value) }, findings: &findings) {}
+        } catch {
+          throw SaveFailure(error.description)
+        }
+      }
+    } catch {
+      throw .saveFailed(path: file.path, reason: error.reason)
+    }
+  }
+
+  /// Writes `changes` (a nil value removes its key) straight into the suite's file, holding the suite's lock (call
+  /// it inside ``exclusively(_:_:)``), with no write of ours in progress meanwhile: writes of ours still unsaved are
+  /// saved first, then the changes merged into the file atomically (``SuiteFileRecord/merge(_:)``), then corelibs'
+  /// copy is dropped, so reads see the file. `committed` runs right after, still excluding writes: the hub records
+  /// the new values there, so no write of ours can come between the file and the observers' record.
+  ///
+  /// - Throws: ``DefaultsError/saveFailed(path:reason:)``, and then the file, the values in memory and the
+  ///   observers are as they were (unless the failure came after the file was committed, which the reason says).
+  func commit(
+    _ changes: [(key: String, value: PropertyListValue?)], findings: inout Findings, committed: () -> Void
+  ) throws(DefaultsError) {
+    guard let hooks else { return try commitExcludingWrites(changes, findings: &findings, committed: committed) }
+    var failure: DefaultsError?
+    _ = hooks.excludingWrites {
+      do throws(DefaultsError) {
+        try commitExcludingWrites(changes, findings: &findings, committed: committed)
+      } catch {
+        failure = error
+      }
+      return true
+    }
+    if let failure { throw failure }
+  }
+
+  private func commitExcludingWrites(
+    _ changes: [(key: String, value: PropertyListValue?)], findings: inout Findings, committed: () -> Void
+  ) throws(DefaultsError) {
+    // corelibs' copy is dropped at the end: it must hold nothing unsaved, neither writes of ours nor plain
+    // `UserDefaults` writes of this process (a synchronize saves those).
+    if hasPendingWrites {
+      try save(into: &findings)
+    } else if !record.synchronizeDomain() {
+      throw .saveFailed(path: file.path, reason: "Foundation could not save its copy of the suite")
+    }
+    do throws(SaveFailure) {
+      if let issue = try record.merge(changes) { findings.issues.append(issue) }
+    } catch {
+      throw .saveFailed(path: file.path, reason: error.reason)
+    }
+    committed()
+  }
+
   /// Runs `body` holding the suite's lock, so that no other process (or thread) saves or edits the suite meanwhile,
   /// after making the suite in memory the file as it is now: another process's last save is included. `body` must
   /// save before it returns (``save()`` works under the lock) and must not call out to unknown code. What was found
@@ -203,6 +259,12 @@ final class SuitePersistence: Sendable {
         if !record.isSynced {
           findings.changedElsewhere = true
           do { try reloadHoldingLock(&findings) } catch { return .failure(error) }
+          // The body must not read a copy that misses another process's last save.
+          guard record.isSynced || file.stamp() == nil else {
+            return .failure(
+              DefaultsError.saveFailed(
+                path: file.path, reason: "Foundation's copy of the suite could not be reloaded from the file"))
+          }
         }
         return Result { try body(&findings) }
       }
