@@ -121,8 +121,13 @@ public final class DefaultsStore: Sendable {
     guard let first = name.first, let last = name.last, !first.isWhitespace, !last.isWhitespace,
       first != ".", first != "-", !name.contains("/"), !name.contains("..")
     else { return false }
-    return !name.unicodeScalars.contains { $0.isUnsafeOnTerminals || "*?[]".unicodeScalars.contains($0) }
+    for scalar in name.unicodeScalars where scalar.isUnsafeOnTerminals || globCharacters.contains(scalar) {
+      return false
+    }
+    return true
   }
+
+  private static let globCharacters: Set<Unicode.Scalar> = ["*", "?", "[", "]"]
 
   /// Receives the problems that reads and writes do not throw: type mismatches, values that could not be
   /// encoded, invalid key names, an unreadable suite file. `nil` (the default) ignores them.

@@ -19,9 +19,9 @@ enum Commands {
   static func openStore(_ domain: String, command: String, reading: Bool) throws -> DefaultsStore {
     guard DefaultsStore.isValidSuiteName(domain), let store = DefaultsStore(suiteName: domain) else {
       throw Failure(
-        message: "invalid domain name '\(domain)'.",
-        hint: "A domain name is not empty and contains no '/' or '..'. "
-          + "Usage: \(Help.usageLines[command] ?? "")", code: .usage)
+        message: "invalid domain name '\(Formatting.escaped(domain))'.",
+        hint: "A domain name is not empty, does not start with '.' or '-', and contains no '/', '..', control "
+          + "characters or glob characters (* ? [ ]). Usage: \(Help.synopsis(of: command))", code: .usage)
     }
     let issues = Mutex<[DefaultsError]>([])
     store.issueHandler = { issue in issues.withLock { $0.append(issue) } }
@@ -58,11 +58,47 @@ enum Commands {
   }
 
   /// The domains: the `.plist` files of the platform's preferences folder (`$XDG_CONFIG_HOME` or `~/.config` on
-  /// Linux, `~/Library/Preferences` on macOS) whose names are valid suite names.
+  /// Linux, `~/Library/Preferences` on macOS) whose names are valid domain names.
   static func domainNames(in folder: String = DefaultsStore.preferencesFolder) -> [String] {
-    let files = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-    return files.filter { $0.hasSuffix(".plist") }.map { String($0.dropLast(".plist".count)) }
-      .filter(DefaultsStore.isValidSuiteName).sorted()
+    plistFiles(in: folder).compactMap(\.domain).sorted()
+  }
+
+  /// A `.plist` file of the preferences folder: its name as bytes, and the domain it holds when its name is valid
+  /// UTF-8 and a valid domain name.
+  struct PlistFile {
+    var name: [UInt8]
+    var domain: String? {
+      guard let text = String(validating: name.dropLast(6), as: UTF8.self), DefaultsStore.isValidSuiteName(text)
+      else { return nil }
+      return text
+    }
+  }
+
+  /// The `.plist` files of a folder, read with `readdir`: Foundation's listing repairs names that are not UTF-8, so
+  /// `raw\xff.plist` and `raw\xfe.plist` would both look like `raw\u{FFFD}`.
+  static func plistFiles(in folder: String) -> [PlistFile] {
+    guard let directory = opendir(folder) else { return [] }
+    defer { closedir(directory) }
+    var files: [PlistFile] = []
+    let suffix = Array(".plist".utf8)
+    while let entry = readdir(directory) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+      if name.count > suffix.count, name.suffix(suffix.count).elementsEqual(suffix) {
+        files.append(PlistFile(name: name))
+      }
+    }
+    return files
+  }
+
+  /// Tells, on standard error, of the `.plist` files that cannot be domains, escaped, with how to reach them.
+  static func reportUnusableFiles(in folder: String = DefaultsStore.preferencesFolder) {
+    let unusable = plistFiles(in: folder).filter { $0.domain == nil }.map { Formatting.escaped(bytes: $0.name) }
+      .sorted()
+    guard !unusable.isEmpty else { return }
+    RDefaults.printError(
+      "Note: \(unusable.count == 1 ? "this file's name is" : "these files' names are") not a valid domain name: "
+        + unusable.joined(separator: ", ") + ". Rename one to use it, such as: mv $'\(unusable[0])' "
+        + "\(folder)/NEW.plist (in the folder \(folder)).")
   }
 
   static func missingDomain(_ domain: String) -> Failure {
@@ -72,47 +108,117 @@ enum Commands {
   }
 
   static func domains(_ arguments: [String]) throws {
-    guard arguments.isEmpty else { throw RDefaults.usage("'domains' takes no arguments.", command: "domains") }
+    let words = try Words(arguments, command: "domains")
+    try words.expect(0...0, "'domains' takes no arguments")
     for name in domainNames() { RDefaults.printOut(name) }
+    reportUnusableFiles()
   }
 
   // MARK: Read
 
   static func read(_ arguments: [String]) throws {
-    switch arguments.count {
-    case 0:
+    let words = try Words(arguments, command: "read")
+    try words.expect(0...2, "'read' takes at most a domain and a key")
+    let positional = words.positional
+    guard let domain = positional.first else {
       for name in domainNames() {
         let store = try openStore(name, command: "read", reading: true)
         RDefaults.printOut(name + " = " + Formatting.listing(.dictionary(contents(store))))
       }
-    case 1:
-      let store = try openStore(arguments[0], command: "read", reading: true)
-      guard exists(store) else { throw missingDomain(arguments[0]) }
-      RDefaults.printOut(Formatting.listing(.dictionary(contents(store))))
-    case 2:
-      let store = try openStore(arguments[0], command: "read", reading: true)
-      guard exists(store) else { throw missingDomain(arguments[0]) }
-      guard let value = contents(store)[arguments[1]] else {
-        throw Failure(
-          message: "key '\(arguments[1])' does not exist in domain '\(arguments[0])'.",
-          hint: "Run 'rdefaults read \(arguments[0])' to list its keys.", code: .failure)
-      }
-      RDefaults.printOut(Formatting.plain(value))
-    default:
-      throw RDefaults.usage("'read' takes at most a domain and a key.", command: "read")
+      return
     }
+    let store = try openExisting(domain, command: "read")
+    guard positional.count == 2 else { return RDefaults.printOut(Formatting.listing(.dictionary(contents(store)))) }
+    RDefaults.printOut(Formatting.plain(try value(of: positional[1], in: store, domain: domain)))
+  }
+
+  static func readType(_ arguments: [String]) throws {
+    let words = try Words(arguments, command: "read-type")
+    try words.expect(2...2, "'read-type' needs a domain and a key")
+    let store = try openExisting(words.positional[0], command: "read-type")
+    let value = try value(of: words.positional[1], in: store, domain: words.positional[0])
+    RDefaults.printOut("Type is \(Formatting.typeName(value))")
+  }
+
+  /// Opens a domain that must exist (a missing one is a failure, and leaves no file behind).
+  static func openExisting(_ domain: String, command: String) throws -> DefaultsStore {
+    let store = try openStore(domain, command: command, reading: true)
+    guard exists(store) else { throw missingDomain(domain) }
+    return store
+  }
+
+  static func value(of key: String, in store: DefaultsStore, domain: String) throws -> PropertyListValue {
+    guard let value = contents(store)[key] else { throw missingKey(key, domain: domain) }
+    return value
+  }
+
+  // MARK: Find
+
+  static func find(_ arguments: [String]) throws {
+    let words = try Words(arguments, command: "find")
+    try words.expect(1...1, "'find' needs one word")
+    let word = words.positional[0]
+    guard !word.isEmpty else { throw RDefaults.usage("the word to find is empty.", command: "find") }
+    var found = false
+    for name in domainNames() {
+      guard let store = try? openStore(name, command: "find", reading: true) else { continue }
+      let entries = contents(store)
+      let matching =
+        name.localizedCaseInsensitiveContains(word)
+        ? entries
+        : entries.filter { $0.key.localizedCaseInsensitiveContains(word) || Formatting.contains(word, in: $0.value) }
+      guard !matching.isEmpty else { continue }
+      found = true
+      RDefaults.printOut(
+        "Found \(matching.count) key\(matching.count == 1 ? "" : "s") in domain '\(name)': "
+          + Formatting.listing(.dictionary(matching)))
+    }
+    if !found { RDefaults.printError("No domain, key or value contains '\(Formatting.escaped(word))'.") }
   }
 
   // MARK: Write
 
   static func write(_ arguments: [String]) throws {
-    guard arguments.count >= 3 else {
+    // DOMAIN KEY [TYPE] VALUE...: a type is recognised right after KEY only; every word after it is a value, and
+    // '--' makes what follows literal (a key or a value that starts with '-').
+    var words = arguments[...]
+    var literal = false
+    func next(_ what: String) throws -> String? {
+      guard var word = words.popFirst() else { return nil }
+      if !literal && word == "--" {
+        literal = true
+        guard let after = words.popFirst() else { return nil }
+        word = after
+      }
+      if !literal && Words.looksLikeOption(word) {
+        throw RDefaults.usage(
+          "'\(Formatting.escaped(word))' is not a \(what); put '--' before a \(what) that starts with '-'.",
+          command: "write")
+      }
+      return word
+    }
+    guard let domain = try next("domain"), let key = try next("key") else {
       throw RDefaults.usage("'write' needs a domain, a key and a value.", command: "write")
     }
-    let store = try openStore(arguments[0], command: "write", reading: false)
-    let key = arguments[1]
     guard !key.isEmpty else { throw RDefaults.usage("the key name is empty.", command: "write") }
-    let value = try parseValue(Array(arguments.dropFirst(2)))
+    var type: String?
+    if !literal, let first = words.first {
+      if first == "--" {
+        literal = true
+        words.removeFirst()
+      } else if Words.looksLikeOption(first) {
+        guard Help.allTypeFlags.contains(first) else {
+          throw RDefaults.usage(
+            "unknown type '\(Formatting.escaped(first))'; put '--' before a value that starts with '-'.",
+            command: "write")
+        }
+        type = first
+        words.removeFirst()
+        if words.first == "--" { words.removeFirst() }
+      }
+    }
+    let value = try parseValue(type: type, Array(words))
+    let store = try openStore(domain, command: "write", reading: false)
     do {
       try store.set(value, for: DefaultsKey<PropertyListValue?>(key))
     } catch {
@@ -121,25 +227,25 @@ enum Commands {
     try save(store)
   }
 
-  static func parseValue(_ words: [String]) throws -> PropertyListValue {
-    guard let first = words.first else { throw RDefaults.usage("a value is missing.", command: "write") }
-    guard first.hasPrefix("-"), first.count > 1, Double(first) == nil else {
-      guard words.count == 1 else {
-        throw RDefaults.usage("several values need -array or -dict.", command: "write")
+  static func parseValue(type: String?, _ values: [String]) throws -> PropertyListValue {
+    guard let type else {
+      guard let value = values.first else { throw RDefaults.usage("a value is missing.", command: "write") }
+      guard values.count == 1 else {
+        throw RDefaults.usage(
+          "several values ('\(Formatting.escaped(values[1]))' is the second) need -array or -dict.", command: "write")
       }
-      return .string(first)
+      return .string(value)
     }
-    let values = Array(words.dropFirst())
     func single() throws -> String {
       guard values.count == 1 else {
-        throw RDefaults.usage("\(first) takes exactly one value.", command: "write")
+        throw RDefaults.usage("\(type) takes exactly one value, not \(values.count).", command: "write")
       }
       return values[0]
     }
     func invalid(_ what: String) -> Failure {
-      RDefaults.usage("'\(values.first ?? "")' is not \(what).", command: "write")
+      RDefaults.usage("'\(Formatting.escaped(values.first ?? ""))' is not \(what).", command: "write")
     }
-    switch first {
+    switch type {
     case "-string": return .string(try single())
     case "-int", "-integer":
       guard let number = Int64(try single()) else { throw invalid("an integer") }
@@ -171,13 +277,13 @@ enum Commands {
       return .array(values.map { .string($0) })
     case "-dict":
       guard values.count.isMultiple(of: 2) else {
-        throw RDefaults.usage("-dict takes pairs of KEY VALUE.", command: "write")
+        throw RDefaults.usage("-dict takes pairs of KEY VALUE; '\(values.last ?? "")' has no value.", command: "write")
       }
       var entries: [String: PropertyListValue] = [:]
       for index in stride(from: 0, to: values.count, by: 2) { entries[values[index]] = .string(values[index + 1]) }
       return .dictionary(entries)
     default:
-      throw RDefaults.usage("unknown type '\(first)'.", command: "write")
+      throw RDefaults.usage("unknown type '\(type)'.", command: "write")
     }
   }
 
@@ -196,84 +302,122 @@ enum Commands {
   // MARK: Delete
 
   static func delete(_ arguments: [String]) throws {
-    guard (1...2).contains(arguments.count) else {
-      throw RDefaults.usage("'delete' takes a domain and at most one key.", command: "delete")
-    }
-    let store = try openStore(arguments[0], command: "delete", reading: false)
-    guard exists(store) else { throw missingDomain(arguments[0]) }
-    guard arguments.count == 2 else {
+    let words = try Words(arguments, command: "delete")
+    try words.expect(1...2, "'delete' takes a domain and at most one key")
+    let domain = words.positional[0]
+    let store = try openStore(domain, command: "delete", reading: false)
+    guard exists(store) else { throw missingDomain(domain) }
+    guard words.positional.count == 2 else {
       do { return try store.removeSuite() } catch { throw Failure(message: "\(error)", hint: nil, code: .failure) }
     }
-    guard contents(store)[arguments[1]] != nil else {
-      throw Failure(
-        message: "key '\(arguments[1])' does not exist in domain '\(arguments[0])'.", hint: nil, code: .failure)
-    }
-    store.reset(DefaultsKey<PropertyListValue?>(arguments[1]))
+    _ = try value(of: words.positional[1], in: store, domain: domain)
+    store.reset(DefaultsKey<PropertyListValue?>(words.positional[1]))
     try save(store)
+  }
+
+  // MARK: Rename
+
+  static func rename(_ arguments: [String]) throws {
+    let words = try Words(arguments, command: "rename")
+    try words.expect(3...3, "'rename' needs a domain, the old key and the new key")
+    let (domain, old, new) = (words.positional[0], words.positional[1], words.positional[2])
+    guard !new.isEmpty else { throw RDefaults.usage("the new key name is empty.", command: "rename") }
+    let store = try openExisting(domain, command: "rename")
+    guard old != new else {
+      // Nothing to move, but the key must exist.
+      _ = try value(of: old, in: store, domain: domain)
+      return
+    }
+    do {
+      try store.edit { tx in
+        let oldKey = DefaultsKey<PropertyListValue?>(old)
+        guard let value = tx[oldKey] else { throw missingKey(old, domain: domain) }
+        tx[DefaultsKey<PropertyListValue?>(new)] = value
+        tx[oldKey] = nil
+      }
+    } catch let failure as Failure {
+      throw failure
+    } catch {
+      throw Failure(message: "\(error)", hint: nil, code: .failure)
+    }
+  }
+
+  private static func missingKey(_ key: String, domain: String) -> Failure {
+    Failure(
+      message: "key '\(Formatting.escaped(key))' does not exist in domain '\(domain)'.",
+      hint: "Run 'rdefaults read \(domain)' to list its keys.", code: .failure)
   }
 
   // MARK: Export and import
 
   static func export(_ arguments: [String]) throws {
-    guard arguments.count == 2 else { throw RDefaults.usage("'export' needs a domain and a file.", command: "export") }
-    let store = try openStore(arguments[0], command: "export", reading: true)
-    guard exists(store) else { throw missingDomain(arguments[0]) }
-    let domain = store.userDefaults.persistentDomain(forName: arguments[0]) ?? [:]
-    let data = try PropertyListSerialization.data(fromPropertyList: domain, format: .xml, options: 0)
-    if arguments[1] == "-" {
+    let words = try Words(arguments, command: "export")
+    try words.expect(2...2, "'export' needs a domain and a file")
+    let (domain, path) = (words.positional[0], words.positional[1])
+    let store = try openExisting(domain, command: "export")
+    let data = try PropertyListSerialization.data(
+      fromPropertyList: store.userDefaults.persistentDomain(forName: domain) ?? [:], format: .xml, options: 0)
+    if path == "-" {
       FileHandle.standardOutput.write(data)
     } else {
-      do { try data.write(to: URL(fileURLWithPath: arguments[1]), options: .atomic) } catch {
-        throw Failure(
-          message: "cannot write '\(arguments[1])': \(error.localizedDescription)", hint: nil, code: .failure)
+      do { try data.write(to: URL(fileURLWithPath: path), options: .atomic) } catch {
+        throw Failure(message: "cannot write '\(path)': \(error.localizedDescription)", hint: nil, code: .failure)
       }
     }
   }
 
   static func `import`(_ arguments: [String]) throws {
-    guard arguments.count == 2 else { throw RDefaults.usage("'import' needs a domain and a file.", command: "import") }
-    let store = try openStore(arguments[0], command: "import", reading: false)
+    let words = try Words(arguments, command: "import")
+    try words.expect(2...2, "'import' needs a domain and a file")
+    let (domain, path) = (words.positional[0], words.positional[1])
+    let store = try openStore(domain, command: "import", reading: false)
+    let progress = Progress()
+    defer { progress.finish() }
     let data: Data
-    if arguments[1] == "-" {
+    if path == "-" {
       data = FileHandle.standardInput.readData(ofLength: DefaultsStore.maximumFileSize + 1)
     } else {
-      guard let contents = FileManager.default.contents(atPath: arguments[1]) else {
-        throw Failure(message: "cannot read '\(arguments[1])'.", hint: "Check the path.", code: .failure)
+      guard let handle = FileHandle(forReadingAtPath: path) else {
+        throw Failure(message: "cannot read '\(path)'.", hint: "Check the path.", code: .failure)
       }
-      data = contents
+      defer { try? handle.close() }
+      data = (try? handle.read(upToCount: DefaultsStore.maximumFileSize + 1)) ?? Data()
     }
     let entries: [String: PropertyListValue]
     do {
       entries = try DefaultsStore.domain(fromPropertyList: data)
     } catch {
       throw Failure(
-        message: "'\(arguments[1])' cannot be imported: \(error)",
+        message: "'\(path)' cannot be imported: \(error)",
         hint: "Export a domain with 'rdefaults export DOMAIN FILE' to see the expected form.", code: .failure)
     }
-    for (key, value) in entries where !key.isEmpty {
-      store[DefaultsKey<PropertyListValue?>(key)] = value
+    progress.total = entries.count
+    do {
+      try store.importEntries(entries)
+    } catch {
+      throw Failure(
+        message: "\(error)", hint: "Nothing was imported. Check the free space and the permissions of the folder.",
+        code: .failure)
     }
-    try save(store)
+    progress.done = true
   }
 
   // MARK: Watch
 
   static func watch(_ arguments: [String]) throws -> Never {
-    let json = arguments.contains("--json")
-    let words = arguments.filter { $0 != "--json" }
-    guard let domain = words.first else {
+    let words = try Words(arguments, command: "watch", options: ["--json"])
+    let json = words.options.contains("--json")
+    guard let domain = words.positional.first else {
       throw RDefaults.usage("'watch' needs a domain.", command: "watch")
     }
-    if let option = words.first(where: { $0.hasPrefix("-") }) {
-      throw RDefaults.usage("unknown option '\(option)'.", command: "watch")
-    }
     let store = try openStore(domain, command: "watch", reading: true)
-    let keys = Array(words.dropFirst())
+    let keys = Array(words.positional.dropFirst())
     let print: @Sendable (String, PropertyListValue?) -> Void = { key, value in
       if json {
         RDefaults.printOut(Formatting.jsonLine(key: key, value: value))
       } else {
-        RDefaults.printOut(value.map { "\(key) = \(Formatting.listing($0))" } ?? "\(key) removed")
+        let name = Formatting.listing(.string(key))
+        RDefaults.printOut(value.map { "\(name) = \(Formatting.listing($0))" } ?? "\(name) removed")
       }
     }
     var tokens: [DefaultsObservation] = []
@@ -307,7 +451,105 @@ enum Commands {
       return source
     }
     RDefaults.printError(
-      "Watching \(domain)\(keys.isEmpty ? "" : " (" + keys.joined(separator: ", ") + ")"); Ctrl-C stops.")
+      "Watching \(domain)"
+        + (keys.isEmpty ? "" : " (" + keys.map { Formatting.listing(.string($0)) }.joined(separator: ", ") + ")")
+        + "; Ctrl-C stops.")
     withExtendedLifetime((tokens, sources)) { dispatchMain() }
+  }
+}
+
+/// The words of a command line after the command's name: the options the command knows and its positional
+/// arguments. `--` ends the options; a word that looks like an option and is not one is a usage error naming it.
+struct Words {
+  var positional: [String] = []
+  var options: Set<String> = []
+  let command: String
+
+  init(_ arguments: [String], command: String, options known: Set<String> = []) throws {
+    self.command = command
+    var literal = false
+    for word in arguments {
+      if literal {
+        positional.append(word)
+      } else if word == "--" {
+        literal = true
+      } else if Self.looksLikeOption(word) {
+        guard known.contains(word) else {
+          throw RDefaults.usage(
+            "unknown option '\(Formatting.escaped(word))'; put '--' before an argument that starts with '-'.",
+            command: command)
+        }
+        options.insert(word)
+      } else {
+        positional.append(word)
+      }
+    }
+  }
+
+  /// A word that starts with `-` and is not a negative number.
+  static func looksLikeOption(_ word: String) -> Bool {
+    word.count > 1 && word.hasPrefix("-") && Double(word) == nil
+  }
+
+  /// Fails with a usage error naming the first extra argument, or saying what is missing.
+  func expect(_ counts: ClosedRange<Int>, _ what: String) throws {
+    if positional.count > counts.upperBound {
+      throw RDefaults.usage(
+        "\(what): unexpected argument '\(Formatting.escaped(positional[counts.upperBound]))'.", command: command)
+    }
+    if positional.count < counts.lowerBound { throw RDefaults.usage("\(what).", command: command) }
+  }
+}
+
+/// A progress line on standard error for an import that takes more than a second, when standard error is a
+/// terminal.
+final class Progress: Sendable {
+  private struct State {
+    var total: Int?
+    var done = false
+    var shown = false
+  }
+
+  private let state = Mutex(State())
+  private let timer = Mutex<(any DispatchSourceTimer)?>(nil)
+
+  /// The number of keys, once known.
+  var total: Int? {
+    get { state.withLock { $0.total } }
+    set { state.withLock { $0.total = newValue } }
+  }
+
+  /// Whether the import succeeded.
+  var done: Bool {
+    get { state.withLock { $0.done } }
+    set { state.withLock { $0.done = newValue } }
+  }
+
+  init() {
+    guard isatty(STDERR_FILENO) == 1 else { return }
+    timer.withLock { timer in
+      let source = DispatchSource.makeTimerSource(queue: .global())
+      source.schedule(deadline: .now() + 1, repeating: 0.5)
+      source.setEventHandler { [weak self] in self?.show() }
+      source.resume()
+      timer = source
+    }
+  }
+
+  private func show() {
+    let line = state.withLock { state -> String in
+      state.shown = true
+      return state.total.map { "Importing \($0) keys…" } ?? "Reading the file…"
+    }
+    FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+  }
+
+  /// Stops the line, ending it with the outcome if it was shown.
+  func finish() {
+    timer.withLock { $0 }?.cancel()
+    let state = state.withLock { $0 }
+    guard state.shown else { return }
+    let last = state.done ? "Imported \(state.total ?? 0) keys.\n" : ""
+    FileHandle.standardError.write(Data(("\r\u{1B}[K" + last).utf8))
   }
 }

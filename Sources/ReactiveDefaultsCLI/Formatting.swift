@@ -1,14 +1,19 @@
 import Foundation
-import ReactiveDefaults
+@_spi(Tools) import ReactiveDefaults
 
 /// How `rdefaults` prints values: plain for one scalar, a plist-style listing for collections and domains.
+///
+/// Nothing stored reaches the terminal raw: control characters (a newline in a key would forge a `watch` line, an
+/// ESC could drive the terminal) are escaped the way old-style property lists quote strings.
 enum Formatting {
-  /// A single value as `read DOMAIN KEY` prints it: strings unquoted, numbers plainly, Bool as 1 or 0.
+  /// A single value as `read DOMAIN KEY` prints it: strings unquoted (control characters escaped), numbers
+  /// plainly, Bool as 1 or 0, a URL as the URL.
   static func plain(_ value: PropertyListValue) -> String {
+    if let url = url(in: value) { return escaped(url.absoluteString) }
     switch value {
-    case .string(let text): text
-    case .array, .dictionary: listing(value)
-    default: scalar(value, quoted: false)
+    case .string(let text): return escaped(text)
+    case .array, .dictionary: return listing(value)
+    default: return scalar(value)
     }
   }
 
@@ -16,6 +21,7 @@ enum Formatting {
   static func listing(_ value: PropertyListValue, indent: Int = 0) -> String {
     let pad = String(repeating: " ", count: indent + 4)
     let closePad = String(repeating: " ", count: indent)
+    if let url = url(in: value) { return quote(url.absoluteString) }
     switch value {
     case .array(let items):
       guard !items.isEmpty else { return "()" }
@@ -27,38 +33,114 @@ enum Formatting {
         pad + quote(key) + " = " + listing(entries[key]!, indent: indent + 4) + ";"
       }
       return "{\n" + lines.joined(separator: "\n") + "\n" + closePad + "}"
+    case .string(let text):
+      return quote(text)
     default:
-      return scalar(value, quoted: true)
+      return scalar(value)
     }
   }
 
-  private static func scalar(_ value: PropertyListValue, quoted: Bool) -> String {
+  private static func scalar(_ value: PropertyListValue) -> String {
     switch value {
     case .bool(let flag): flag ? "1" : "0"
     case .integer(let number): "\(number)"
     case .real(let number): number == number.rounded() && abs(number) < 1e15 ? "\(Int64(number))" : "\(number)"
-    case .string(let text): quoted ? quote(text) : text
+    case .string(let text): quote(text)
     case .data(let bytes): "<" + bytes.map { String(format: "%02x", $0) }.joined() + ">"
     case .date(let date): dateFormatter.string(from: date)
     case .array, .dictionary: listing(value)
     }
   }
 
+  /// The URL a value holds, when it is a keyed archive of one (what `write -url` and Foundation's
+  /// `set(_: URL?, forKey:)` store).
+  static func url(in value: PropertyListValue) -> URL? {
+    guard case .data(let bytes) = value, bytes.starts(with: Array("bplist00".utf8)) else { return nil }
+    return URL(propertyListValue: value)
+  }
+
+  /// The type's name as `read-type` prints it (the names macOS `defaults read-type` uses, plus `url`).
+  static func typeName(_ value: PropertyListValue) -> String {
+    if url(in: value) != nil { return "url" }
+    switch value {
+    case .string: return "string"
+    case .integer: return "integer"
+    case .real: return "float"
+    case .bool: return "boolean"
+    case .date: return "date"
+    case .data: return "data"
+    case .array: return "array"
+    case .dictionary: return "dictionary"
+    }
+  }
+
+  /// Whether `word` appears, ignoring case, in a value (its text, number, URL, or anything inside it).
+  static func contains(_ word: String, in value: PropertyListValue) -> Bool {
+    switch value {
+    case .array(let items): return items.contains { contains(word, in: $0) }
+    case .dictionary(let entries):
+      return entries.contains { $0.key.localizedCaseInsensitiveContains(word) || contains(word, in: $0.value) }
+    case .string(let text): return text.localizedCaseInsensitiveContains(word)
+    default: return plain(value).localizedCaseInsensitiveContains(word)
+    }
+  }
+
   private static let plainCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:")
 
+  /// A string as a listing shows it: bare when it is made of plain characters, else quoted and escaped.
   private static func quote(_ text: String) -> String {
     if !text.isEmpty && text.allSatisfy({ plainCharacters.contains($0) }) { return text }
-    var escaped = "\""
-    for character in text {
-      switch character {
-      case "\"": escaped += "\\\""
-      case "\\": escaped += "\\\\"
-      case "\n": escaped += "\\n"
-      case "\t": escaped += "\\t"
-      default: escaped.append(character)
+    return "\"" + escaped(text, quoting: true) + "\""
+  }
+
+  /// `text` with the characters a terminal could act on escaped as old-style property lists do (`\n`, `\t`, `\r`,
+  /// `\a`, `\b`, `\f`, `\v`, else `\Uxxxx`); inside quotes, `"` and `\` too.
+  static func escaped(_ text: String, quoting: Bool = false) -> String {
+    var result = ""
+    for scalar in text.unicodeScalars {
+      switch scalar {
+      case "\"" where quoting: result += "\\\""
+      case "\\" where quoting: result += "\\\\"
+      case "\n": result += "\\n"
+      case "\t": result += "\\t"
+      case "\r": result += "\\r"
+      case "\u{07}": result += "\\a"
+      case "\u{08}": result += "\\b"
+      case "\u{0C}": result += "\\f"
+      case "\u{0B}": result += "\\v"
+      default:
+        if scalar.isUnsafeOnTerminals {
+          result += "\\U" + String(format: "%04x", scalar.value)
+        } else {
+          result.unicodeScalars.append(scalar)
+        }
       }
     }
-    return escaped + "\""
+    return result
+  }
+
+  /// A file name's bytes for the terminal, as a shell's `$'…'` spells them: bytes that are not UTF-8, and the
+  /// characters a terminal could act on, as `\xHH`; `'` and `\` escaped.
+  static func escaped(bytes: [UInt8]) -> String {
+    var result = ""
+    var index = 0
+    while index < bytes.count {
+      // The longest valid UTF-8 sequence starting here (1 to 4 bytes), else one raw byte.
+      let valid = (1...min(4, bytes.count - index)).reversed().lazy.compactMap { length -> (String, Int)? in
+        String(validating: bytes[index..<(index + length)], as: UTF8.self).map { ($0, length) }
+      }.first { $0.0.unicodeScalars.count == 1 }
+      if let (text, length) = valid, let scalar = text.unicodeScalars.first, !scalar.isUnsafeOnTerminals {
+        result += text == "'" || text == "\\" ? "\\" + text : text
+        index += length
+      } else if let (_, length) = valid {
+        for byte in bytes[index..<(index + length)] { result += String(format: "\\x%02x", byte) }
+        index += length
+      } else {
+        result += String(format: "\\x%02x", bytes[index])
+        index += 1
+      }
+    }
+    return result
   }
 
   private static var dateFormatter: DateFormatter {
@@ -69,9 +151,10 @@ enum Formatting {
     return formatter
   }
 
-  /// A value as JSON (for `watch --json`): dates as ISO 8601 strings, data as base64 strings.
+  /// A value as JSON (for `watch --json`): dates as ISO 8601 strings, data as base64 strings, URLs as strings.
   static func json(_ value: PropertyListValue?) -> Any {
     guard let value else { return NSNull() }
+    if let url = url(in: value) { return url.absoluteString }
     switch value {
     case .bool(let flag): return flag
     case .integer(let number): return Int64(exactly: number).map { $0 as Any } ?? "\(number)"

@@ -30,6 +30,25 @@ public enum RDefaults {
     var code: ExitCode
   }
 
+  /// Runs the process's own command line, refusing arguments that are not valid UTF-8 (Swift's
+  /// `CommandLine.arguments` would repair them, so that `dom\xff` and `dom\xfe` named the same domain).
+  ///
+  /// - Returns: The exit status.
+  public static func main() -> ExitCode {
+    var arguments: [String] = []
+    for index in 1..<Int(CommandLine.argc) {
+      guard let pointer = CommandLine.unsafeArgv[index] else { continue }
+      guard let argument = String(validatingCString: pointer) else {
+        let bytes = Array(UnsafeBufferPointer(start: pointer, count: strlen(pointer))).map { UInt8(bitPattern: $0) }
+        printError("Error: argument \(index), $'\(Formatting.escaped(bytes: bytes))', is not valid UTF-8.")
+        printError("Hint: Domain names, keys and values are UTF-8 text; rename a file with such a name first.")
+        return .usage
+      }
+      arguments.append(argument)
+    }
+    return run(arguments)
+  }
+
   /// Runs one command line (without the program name) and returns its exit status.
   ///
   /// - Parameter arguments: The arguments, such as `["read", "group.app", "volume"]`.
@@ -49,26 +68,42 @@ public enum RDefaults {
   }
 
   private static func dispatch(_ arguments: [String]) throws {
-    guard let command = arguments.first else {
-      printOut(Help.overview)
-      return
-    }
+    guard let command = arguments.first else { return printOut(Help.overview) }
     let rest = Array(arguments.dropFirst())
-    if rest.contains("-h") || rest.contains("--help") {
-      guard let text = Help.commands[command] else { throw unknownCommand(command) }
-      return printOut(text)
+    switch command {
+    case "-h", "--help", "help":
+      guard let topic = rest.first else { return printOut(Help.overview) }
+      guard rest.count == 1 else { throw usage("unexpected argument '\(rest[1])'.", command: "help") }
+      guard let spec = Help.command(named: topic) else { throw unknownCommand(topic) }
+      return printOut(spec.helpPage)
+    case "--version":
+      guard rest.isEmpty else { throw usage("unexpected argument '\(rest[0])' after --version.", command: "help") }
+      return printOut("rdefaults \(version)")
+    case "--generate-completion-script":
+      guard rest.count == 1, let script = Completions.script(for: rest[0]) else {
+        throw Failure(
+          message: "--generate-completion-script needs one shell: bash, zsh or fish.",
+          hint: "Usage: rdefaults --generate-completion-script bash|zsh|fish", code: .usage)
+      }
+      return printOut(script)
+    default: break
+    }
+    guard let spec = Help.command(named: command) else { throw unknownCommand(command) }
+    // Help is asked for as the command's first argument only: anywhere else, `-h` may be a key or a value.
+    if let first = rest.first, first == "-h" || first == "--help" {
+      guard rest.count == 1 else {
+        throw usage("unexpected argument '\(Formatting.escaped(rest[1]))' after \(first).", command: command)
+      }
+      return printOut(spec.helpPage)
     }
     switch command {
-    case "-h", "--help": printOut(Help.overview)
-    case "--version", "version": printOut("rdefaults \(version)")
-    case "help":
-      guard let topic = rest.first else { return printOut(Help.overview) }
-      guard let text = Help.commands[topic] else { throw unknownCommand(topic) }
-      printOut(text)
     case "domains": try Commands.domains(rest)
     case "read": try Commands.read(rest)
+    case "read-type": try Commands.readType(rest)
     case "write": try Commands.write(rest)
+    case "rename": try Commands.rename(rest)
     case "delete": try Commands.delete(rest)
+    case "find": try Commands.find(rest)
     case "watch": try Commands.watch(rest)
     case "export": try Commands.export(rest)
     case "import": try Commands.import(rest)
@@ -79,12 +114,13 @@ public enum RDefaults {
 
   private static func unknownCommand(_ command: String) -> Failure {
     Failure(
-      message: "unknown command '\(command)'.",
+      message: Words.looksLikeOption(command)
+        ? "unknown option '\(Formatting.escaped(command))'." : "unknown command '\(Formatting.escaped(command))'.",
       hint: "Run 'rdefaults help' for the list of commands.", code: .usage)
   }
 
   static func usage(_ message: String, command: String) -> Failure {
-    Failure(message: message, hint: "Usage: \(Help.usageLines[command] ?? "rdefaults help")", code: .usage)
+    Failure(message: message, hint: "Usage: \(Help.synopsis(of: command))", code: .usage)
   }
 
   /// Writes a line to standard output at once (unbuffered: `watch` lines must not wait in a buffer).

@@ -6,4 +6,4 @@ import ReactiveDefaultsCLI
   import Darwin
 #endif
 
-exit(RDefaults.run(Array(CommandLine.arguments.dropFirst())).rawValue)
+exit(RDefaults.main().rawValue)
