@@ -185,11 +185,20 @@ struct SuiteFile: Sendable {
   /// The bytes of a domain as the suite file holds them: an XML property list, as corelibs writes it, so that
   /// corelibs' own rewrite of the same domain is recognised byte for byte.
   static func encode(_ entries: [String: Any]) throws(SaveFailure) -> Data {
-    do {
-      return try PropertyListSerialization.data(fromPropertyList: entries, format: .xml, options: 0)
-    } catch {
-      throw SaveFailure("cannot encode the domain: \(error)")
+    var values: [String: PropertyListValue] = [:]
+    values.reserveCapacity(entries.count)
+    for (key, object) in entries {
+      guard let value = PropertyListValue(foundationObject: object) else {
+        throw SaveFailure("cannot encode the domain: '\(key)' holds a \(type(of: object)), not a property-list value")
+      }
+      values[key] = value
     }
+    return encode(values)
+  }
+
+  /// A domain as the XML property list corelibs would write for it, byte for byte (``XMLPropertyList``).
+  static func encode(_ entries: [String: PropertyListValue]) -> Data {
+    XMLPropertyList.encode(entries)
   }
 
   /// What a file holds after corelibs' save, compared with what the library expected it to hold.

@@ -145,7 +145,7 @@ final class SuiteFileRecord: Sendable {
         var entries = try entriesOnDisk(check)
         let memory = defaults.persistentDomain(forName: file.domainName) ?? [:]
         for key in keys { entries[key] = memory[key].flatMap(PropertyListValue.init(foundationObject:)) }
-        bytes = try SuiteFile.encode(entries.mapValues(\.foundationObject))
+        bytes = SuiteFile.encode(entries)
       }
       let journal = file.journalPath
       try SuiteFile.writeNewFile(journal, bytes)
@@ -208,7 +208,7 @@ final class SuiteFileRecord: Sendable {
       let check = try check()
       var domain = try entriesOnDisk(check)
       for (key, value) in changes { domain[key] = value }
-      let bytes = try SuiteFile.encode(domain.mapValues(\.foundationObject))
+      let bytes = SuiteFile.encode(domain)
       try SuiteFile.writeNewFile(file.journalPath, bytes)
       try SuiteFile.move(file.journalPath, over: file.path)
       // Committed. Until corelibs drops its copy, reads give the values from before, never a mix.

@@ -1,0 +1,162 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// Writes XML property lists byte for byte as CoreFoundation's writer does (`CFPropertyListCreateData`, which both
+/// `PropertyListSerialization` and corelibs' preferences saves use), twenty times faster: 100,000 keys take
+/// about 1.9 s there, most of a large save. Being byte-identical matters: a save compares the file corelibs
+/// wrote with the library's journal to tell whether corelibs held writes the library did not know of.
+///
+/// The format, as CoreFoundation writes it: keys sorted by UTF-16 code units; one tab per level; `&`, `<`, `>`
+/// escaped in strings and keys (nothing else); integers in decimal; reals as `%.17g`, except `0.0`, `nan`,
+/// `+infinity`, `-infinity`; dates in UTC, whole seconds (rounded down), `%04d-%02d-%02dT%02d:%02d:%02dZ`;
+/// data in base64, in lines of at most 76 characters less 8 per level of indentation (at most 8 levels), each
+/// indented; empty containers as `<dict/>` and `<array/>`.
+enum XMLPropertyList {
+  static func encode(_ entries: [String: PropertyListValue]) -> Data {
+    var writer = Writer()
+    writer.append(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        + "<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n"
+        + "<plist version=\"1.0\">\n")
+    writer.write(.dictionary(entries), indent: 0)
+    writer.append("</plist>\n")
+    return Data(writer.bytes)
+  }
+
+  private struct Writer {
+    var bytes: [UInt8] = []
+
+    init() {
+      bytes.reserveCapacity(4096)
+    }
+
+    mutating func append(_ text: String) {
+      bytes.append(contentsOf: text.utf8)
+    }
+
+    mutating func indent(_ level: Int) {
+      bytes.append(contentsOf: repeatElement(UInt8(ascii: "\t"), count: level))
+    }
+
+    mutating func escaped(_ text: String) {
+      for byte in text.utf8 {
+        switch byte {
+        case UInt8(ascii: "&"): append("&amp;")
+        case UInt8(ascii: "<"): append("&lt;")
+        case UInt8(ascii: ">"): append("&gt;")
+        default: bytes.append(byte)
+        }
+      }
+    }
+
+    mutating func element(_ name: String, _ content: String, indent level: Int) {
+      indent(level)
+      append("<\(name)>")
+      escaped(content)
+      append("</\(name)>\n")
+    }
+
+    mutating func write(_ value: PropertyListValue, indent level: Int) {
+      switch value {
+      case .dictionary(let entries):
+        indent(level)
+        guard !entries.isEmpty else { return append("<dict/>\n") }
+        append("<dict>\n")
+        for key in entries.keys.sorted(by: { $0.utf16.lexicographicallyPrecedes($1.utf16) }) {
+          element("key", key, indent: level + 1)
+          write(entries[key]!, indent: level + 1)
+        }
+        indent(level)
+        append("</dict>\n")
+      case .array(let items):
+        indent(level)
+        guard !items.isEmpty else { return append("<array/>\n") }
+        append("<array>\n")
+        for item in items { write(item, indent: level + 1) }
+        indent(level)
+        append("</array>\n")
+      case .string(let text): element("string", text, indent: level)
+      case .integer(let number): element("integer", "\(number)", indent: level)
+      case .real(let number): element("real", XMLPropertyList.real(number), indent: level)
+      case .bool(let flag):
+        indent(level)
+        append(flag ? "<true/>\n" : "<false/>\n")
+      case .date(let date): element("date", XMLPropertyList.date(date), indent: level)
+      case .data(let data):
+        indent(level)
+        append("<data>\n")
+        base64Lines(data, indent: level)
+        indent(level)
+        append("</data>\n")
+      }
+    }
+
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
+    /// CoreFoundation's own loop: a line is flushed once it holds `76 - 8 × indent` characters or more, checked
+    /// after each input byte (so a line can run one character over).
+    mutating func base64Lines(_ data: Data, indent level: Int) {
+      let level = min(level, 8)
+      let limit = 76 - 8 * level
+      let table = Self.alphabet
+      var line: [UInt8] = []
+      line.reserveCapacity(80)
+      var previous: UInt8 = 0
+      var index = 0
+      for byte in data {
+        switch index % 3 {
+        case 0: line.append(table[Int((byte >> 2) & 0x3F)])
+        case 1: line.append(table[Int(((UInt16(previous) << 8 | UInt16(byte)) >> 4) & 0x3F)])
+        default:
+          line.append(table[Int(((UInt16(previous) << 8 | UInt16(byte)) >> 6) & 0x3F)])
+          line.append(table[Int(byte & 0x3F)])
+        }
+        previous = byte
+        index += 1
+        if line.count >= limit {
+          indent(level)
+          bytes.append(contentsOf: line)
+          bytes.append(UInt8(ascii: "\n"))
+          line.removeAll(keepingCapacity: true)
+        }
+      }
+      switch index % 3 {
+      case 1:
+        line.append(table[Int((previous << 4) & 0x30)])
+        line.append(contentsOf: "==".utf8)
+      case 2:
+        line.append(table[Int((previous << 2) & 0x3C)])
+        line.append(UInt8(ascii: "="))
+      default: break
+      }
+      if !line.isEmpty {
+        indent(level)
+        bytes.append(contentsOf: line)
+        bytes.append(UInt8(ascii: "\n"))
+      }
+    }
+  }
+
+  static func real(_ number: Double) -> String {
+    if number.isNaN { return "nan" }
+    if number.isInfinite { return number < 0 ? "-infinity" : "+infinity" }
+    if number == 0 { return "0.0" }
+    return String(format: "%.17g", number)
+  }
+
+  static func date(_ date: Date) -> String {
+    var seconds = time_t(exactly: date.timeIntervalSince1970.rounded(.down)) ?? 0
+    var parts = tm()
+    gmtime_r(&seconds, &parts)
+    return String(
+      format: "%04d-%02d-%02dT%02d:%02d:%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+  }
+}
