@@ -99,7 +99,7 @@ enum Help {
         """, completes: [.domain, .other]),
     CommandSpec(
       name: "find", arguments: "WORD",
-      summary: "Print the keys of every domain whose name or value contains WORD.",
+      summary: "Print every key whose domain, name or value contains WORD.",
       details: """
         Searches every domain's keys and values (strings, numbers, URLs, and inside arrays and dictionaries)
         for WORD, ignoring case, and prints the matching keys of each domain as a listing.

@@ -34,7 +34,8 @@ func runTool(
 /// A built executable, set up to run with its own preferences folder and its output piped.
 private func makeProcess(_ arguments: [String], config: String, tool: String) -> (Process, output: Pipe, error: Pipe) {
   let process = Process()
-  process.executableURL = productsFolder.appendingPathComponent(tool)
+  // A built product by name, or any program by absolute path.
+  process.executableURL = tool.hasPrefix("/") ? URL(fileURLWithPath: tool) : productsFolder.appendingPathComponent(tool)
   process.arguments = arguments
   process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": config]) { $1 }
   let output = Pipe()
