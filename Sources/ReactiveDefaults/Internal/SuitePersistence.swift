@@ -34,7 +34,9 @@ final class SuitePersistence: Sendable {
     /// Saves that took their keys and have not finished: their keys are still in corelibs' dirty list.
     var savesInProgress = 0
     var saveScheduled = false
-    var reloadScheduled = false
+    /// A reload runs (started by a file event); events meanwhile ask for one more after it.
+    var reloading = false
+    var reloadAgain = false
     var hooks: Hooks?
 
     mutating func wrote(_ key: String, saveAfter maximum: Int) -> WriteAction {
@@ -167,6 +169,10 @@ final class SuitePersistence: Sendable {
 
   /// ``save()``, leaving what it found in `findings`, for the caller to act on after its locks.
   func save(into findings: inout Findings) throws(DefaultsError) {
+    // Entered before the keys are taken off the pending list: a save at exit that finds nothing pending waits
+    // for this one instead of letting the process end in the middle of it.
+    SaveOnExit.inFlight.enter()
+    defer { SaveOnExit.inFlight.leave() }
     let keys = state.withLock { $0.takeUnsavedKeys() }
     SaveOnExit.remove(self)
     defer { state.withLock { $0.savesInProgress -= 1 } }
@@ -339,17 +345,27 @@ final class SuitePersistence: Sendable {
     if !reloaded.reloaded { try save(into: &findings) }
   }
 
-  /// Schedules one reload for a burst of file events.
+  /// Reloads at once on a file event (leading edge: another process's save reaches observers without a fixed
+  /// delay), and coalesces the events that arrive while that reload runs into one more reload after it.
   private func fileChanged() {
-    let first = state.withLock { state in
-      defer { state.reloadScheduled = true }
-      return !state.reloadScheduled
+    let start = state.withLock { state in
+      if state.reloading {
+        state.reloadAgain = true
+        return false
+      }
+      state.reloading = true
+      return true
     }
-    guard first else { return }
-    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(5)) { [weak self] in
+    guard start else { return }
+    DispatchQueue.global().async { [weak self] in
       guard let self else { return }
-      self.state.withLock { $0.reloadScheduled = false }
-      self.reload()
+      repeat {
+        self.reload()
+      } while self.state.withLock { state in
+        defer { state.reloadAgain = false }
+        if !state.reloadAgain { state.reloading = false }
+        return state.reloadAgain
+      }
     }
   }
 
@@ -411,11 +427,19 @@ enum SaveOnExit {
     _ = pending.withLock { $0.removeValue(forKey: ObjectIdentifier(persistence)) }
   }
 
+  /// Saves running now (a coalesced save on a background thread took its keys off the pending list).
+  static let inFlight = DispatchGroup()
+
+  /// How long the exit waits for saves already running: long enough for a slow disk, bounded in case one waits for
+  /// a lock another process holds.
+  static let inFlightTimeout: DispatchTimeInterval = .seconds(10)
+
   private static func saveAll() {
     let all = pending.withLock { pending in
       defer { pending = [:] }
       return pending.values.compactMap(\.persistence)
     }
     for persistence in all { persistence.saveReportingFailure() }
+    _ = inFlight.wait(timeout: .now() + inFlightTimeout)
   }
 }
