@@ -154,7 +154,7 @@ extension PropertyListValue {
 extension PropertyListValue {
   /// Whether two stored values are the same setting: `==`, except that a NaN is the same as another NaN (IEEE
   /// comparison would make every NaN write a change, and two properties bound together would echo it forever).
-  func isSameSetting(as other: PropertyListValue) -> Bool {
+  @_spi(Tools) public func isSameSetting(as other: PropertyListValue) -> Bool {
     switch (self, other) {
     case (.real(let lhs), .real(let rhs)): lhs == rhs || (lhs.isNaN && rhs.isNaN)
     case (.array(let lhs), .array(let rhs)):

@@ -238,7 +238,10 @@ enum Commands {
     }
     func single() throws -> String {
       guard values.count == 1 else {
-        throw RDefaults.usage("\(type) takes exactly one value, not \(values.count).", command: "write")
+        throw RDefaults.usage(
+          values.count > 1
+            ? "\(type) takes one value; '\(Formatting.escaped(values[1]))' is a second."
+            : "\(type) needs a value.", command: "write")
       }
       return values[0]
     }
@@ -277,7 +280,8 @@ enum Commands {
       return .array(values.map { .string($0) })
     case "-dict":
       guard values.count.isMultiple(of: 2) else {
-        throw RDefaults.usage("-dict takes pairs of KEY VALUE; '\(values.last ?? "")' has no value.", command: "write")
+        throw RDefaults.usage(
+          "-dict takes pairs of KEY VALUE; '\(Formatting.escaped(values.last ?? ""))' has no value.", command: "write")
       }
       var entries: [String: PropertyListValue] = [:]
       for index in stride(from: 0, to: values.count, by: 2) { entries[values[index]] = .string(values[index + 1]) }
@@ -358,11 +362,31 @@ enum Commands {
     let data = try PropertyListSerialization.data(
       fromPropertyList: store.userDefaults.persistentDomain(forName: domain) ?? [:], format: .xml, options: 0)
     if path == "-" {
-      FileHandle.standardOutput.write(data)
+      RDefaults.writeAll(data, to: STDOUT_FILENO)
     } else {
-      do { try data.write(to: URL(fileURLWithPath: path), options: .atomic) } catch {
-        throw Failure(message: "cannot write '\(path)': \(error.localizedDescription)", hint: nil, code: .failure)
+      try writeExport(data, to: path)
+    }
+  }
+
+  /// Writes an export: a regular file (or a new one) is replaced atomically; anything else (a symbolic link, a
+  /// device, a FIFO) is written through, never replaced, so that `/dev/stdout` works and `/dev/full` stays a device.
+  private static func writeExport(_ data: Data, to path: String) throws {
+    var info = stat()
+    let isRegularFile = lstat(path, &info) != 0 || info.st_mode & S_IFMT == S_IFREG
+    do {
+      if isRegularFile {
+        try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+        return
       }
+      let descriptor = open(path, O_WRONLY | O_TRUNC | O_CREAT | O_CLOEXEC, 0o644)
+      guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+      defer { close(descriptor) }
+      if let failed = RDefaults.writeBytes(data, to: descriptor) {
+        throw POSIXError(POSIXErrorCode(rawValue: failed) ?? .EIO)
+      }
+    } catch {
+      throw Failure(
+        message: "cannot write '\(Formatting.escaped(path))': \(error.localizedDescription)", hint: nil, code: .failure)
     }
   }
 
@@ -391,6 +415,11 @@ enum Commands {
         message: "'\(path)' cannot be imported: \(error)",
         hint: "Export a domain with 'rdefaults export DOMAIN FILE' to see the expected form.", code: .failure)
     }
+    if entries.keys.contains("") {
+      throw Failure(
+        message: "'\(Formatting.escaped(path))' has an entry with an empty key, which a domain cannot hold.",
+        hint: "Nothing was imported: remove or rename that entry first.", code: .failure)
+    }
     progress.total = entries.count
     do {
       try store.importEntries(entries)
@@ -417,7 +446,7 @@ enum Commands {
         RDefaults.printOut(Formatting.jsonLine(key: key, value: value))
       } else {
         let name = Formatting.listing(.string(key))
-        RDefaults.printOut(value.map { "\(name) = \(Formatting.listing($0))" } ?? "\(name) removed")
+        RDefaults.printOut(value.map { "\(name) = \(Formatting.inline($0))" } ?? "\(name) removed")
       }
     }
     var tokens: [DefaultsObservation] = []
@@ -428,7 +457,13 @@ enum Commands {
           let now = contents(store)
           let changes = snapshot.withLock { old -> [(String, PropertyListValue?)] in
             defer { old = now }
-            return Set(old.keys).union(now.keys).sorted().filter { old[$0] != now[$0] }.map { ($0, now[$0]) }
+            return Set(old.keys).union(now.keys).sorted().filter { key in
+              switch (old[key], now[key]) {
+              case (nil, nil): false
+              case (let before?, let after?): !before.isSameSetting(as: after)
+              default: true
+              }
+            }.map { ($0, now[$0]) }
           }
           for (key, value) in changes { print(key, value) }
         })
@@ -541,7 +576,7 @@ final class Progress: Sendable {
       state.shown = true
       return state.total.map { "Importing \($0) keys…" } ?? "Reading the file…"
     }
-    FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+    RDefaults.writeAll(Data(("\r\u{1B}[K" + line).utf8), to: STDERR_FILENO)
   }
 
   /// Stops the line, ending it with the outcome if it was shown.
@@ -550,6 +585,6 @@ final class Progress: Sendable {
     let state = state.withLock { $0 }
     guard state.shown else { return }
     let last = state.done ? "Imported \(state.total ?? 0) keys.\n" : ""
-    FileHandle.standardError.write(Data(("\r\u{1B}[K" + last).utf8))
+    RDefaults.writeAll(Data(("\r\u{1B}[K" + last).utf8), to: STDERR_FILENO)
   }
 }

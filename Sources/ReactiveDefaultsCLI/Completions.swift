@@ -62,9 +62,15 @@ enum Completions {
         fi
         case "$command:$position" in
           \(domainCases.isEmpty ? "none" : domainCases))
+            # Names are matched and offered as they are, quoted for the command line: never expanded or run
+            # (compgen -W would expand a domain named $(…)).
+            local name
+            while IFS= read -r name; do
+              [[ $name == "$current"* ]] && COMPREPLY+=("$(printf '%q' "$name")")
+            done < <("$tool" domains 2>/dev/null) ;;
+          \(fileCases.isEmpty ? "none" : fileCases))
             local IFS=$'\\n'
-            COMPREPLY=($(compgen -W "$("$tool" domains 2>/dev/null)" -- "$current")) ;;
-          \(fileCases.isEmpty ? "none" : fileCases)) COMPREPLY=($(compgen -f -- "$current")) ;;
+            COMPREPLY=($(compgen -f -- "$current")) ;;
         esac
         return 0
       }

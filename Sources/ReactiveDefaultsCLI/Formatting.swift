@@ -40,6 +40,19 @@ enum Formatting {
     }
   }
 
+  /// A value on one line, as `watch` prints it: collections as old-style plists write them inline,
+  /// `(a, b)` and `{k = v; }`.
+  static func inline(_ value: PropertyListValue) -> String {
+    if let url = url(in: value) { return quote(url.absoluteString) }
+    switch value {
+    case .array(let items): return "(" + items.map(inline).joined(separator: ", ") + ")"
+    case .dictionary(let entries):
+      return "{" + entries.keys.sorted().map { "\(quote($0)) = \(inline(entries[$0]!)); " }.joined() + "}"
+    case .string(let text): return quote(text)
+    default: return scalar(value)
+    }
+  }
+
   private static func scalar(_ value: PropertyListValue) -> String {
     switch value {
     case .bool(let flag): flag ? "1" : "0"

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 @_spi(Tools) import ReactiveDefaults
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -56,6 +57,7 @@ public enum RDefaults {
   public static func run(_ arguments: [String]) -> ExitCode {
     do {
       try dispatch(arguments)
+      try checkOutput()
       return .success
     } catch let failure as Failure {
       printError("Error: \(failure.message)")
@@ -73,16 +75,22 @@ public enum RDefaults {
     switch command {
     case "-h", "--help", "help":
       guard let topic = rest.first else { return printOut(Help.overview) }
-      guard rest.count == 1 else { throw usage("unexpected argument '\(rest[1])'.", command: "help") }
+      guard rest.count == 1 else {
+        throw usage("unexpected argument '\(Formatting.escaped(rest[1]))'.", command: "help")
+      }
       guard let spec = Help.command(named: topic) else { throw unknownCommand(topic) }
       return printOut(spec.helpPage)
     case "--version":
-      guard rest.isEmpty else { throw usage("unexpected argument '\(rest[0])' after --version.", command: "help") }
+      guard rest.isEmpty else {
+        throw usage("unexpected argument '\(Formatting.escaped(rest[0]))' after --version.", command: "help")
+      }
       return printOut("rdefaults \(version)")
     case "--generate-completion-script":
       guard rest.count == 1, let script = Completions.script(for: rest[0]) else {
         throw Failure(
-          message: "--generate-completion-script needs one shell: bash, zsh or fish.",
+          message: rest.count == 1
+            ? "unknown shell '\(Formatting.escaped(rest[0]))': --generate-completion-script knows bash, zsh and fish."
+            : "--generate-completion-script needs one shell: bash, zsh or fish.",
           hint: "Usage: rdefaults --generate-completion-script bash|zsh|fish", code: .usage)
       }
       return printOut(script)
@@ -123,12 +131,48 @@ public enum RDefaults {
     Failure(message: message, hint: "Usage: \(Help.synopsis(of: command))", code: .usage)
   }
 
-  /// Writes a line to standard output at once (unbuffered: `watch` lines must not wait in a buffer).
+  /// Writes a line to standard output at once (unbuffered: `watch` lines must not wait in a buffer). A failed
+  /// write (a full disk, a closed descriptor) makes the command fail once it is done.
   static func printOut(_ text: String) {
-    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    writeAll(Data((text + "\n").utf8), to: STDOUT_FILENO)
   }
 
   static func printError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+    writeAll(Data((text + "\n").utf8), to: STDERR_FILENO)
+  }
+
+  /// The first failed write to standard output, if any (`errno`).
+  private static let outputFailure = Mutex<Int32?>(nil)
+
+  /// Writes all of `data` with `write(2)`, retrying short writes. `FileHandle.write` stops the process on a failed
+  /// write; a tool must report it instead.
+  static func writeAll(_ data: Data, to descriptor: Int32) {
+    if let failed = writeBytes(data, to: descriptor), descriptor == STDOUT_FILENO {
+      outputFailure.withLock { $0 = $0 ?? failed }
+    }
+  }
+
+  /// Writes all of `data`; returns `errno` when a write failed.
+  static func writeBytes(_ data: Data, to descriptor: Int32) -> Int32? {
+    data.withUnsafeBytes { buffer -> Int32? in
+      var offset = 0
+      while offset < buffer.count {
+        let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+        if written < 0 {
+          if errno == EINTR { continue }
+          return errno
+        }
+        offset += written
+      }
+      return nil
+    }
+  }
+
+  /// Fails the command if its output could not be written.
+  static func checkOutput() throws {
+    guard let failure = outputFailure.withLock({ $0 }) else { return }
+    throw Failure(
+      message: "cannot write the output: \(String(cString: strerror(failure))).",
+      hint: "Check where standard output goes (a full disk, a closed pipe).", code: .failure)
   }
 }

@@ -56,7 +56,7 @@ private func files(in folder: String) -> [String] {
     (["rename", "d", "a"], "'rename' needs a domain, the old key and the new key"),
     (["--frobnicate"], "unknown option '--frobnicate'"),
     (["help", "write", "extra"], "unexpected argument 'extra'"),
-    (["--generate-completion-script", "tcsh"], "bash, zsh or fish"),
+    (["--generate-completion-script", "tcsh"], "unknown shell 'tcsh'"),
   ])
   func usageErrorsNameTheArgument(_ arguments: [String], _ message: String) async throws {
     let result = try await runTool(arguments, config: config)
@@ -221,6 +221,54 @@ private func files(in folder: String) -> [String] {
     #expect(try Data(contentsOf: URL(fileURLWithPath: config + "/dom.plist")) == before)
   }
 
+  /// A failed write of the output (a full disk) is a failure with an error, not a crash.
+  @Test func anOutputThatCannotBeWrittenIsAFailure() async throws {
+    let result = try await runBash(#""$tool" help > /dev/full"#, config: config)
+    #expect(result.status == 1)
+    #expect(result.error.hasPrefix("Error: cannot write the output: No space left on device."), "\(result.error)")
+  }
+
+  /// An export through a symbolic link writes the link's target and leaves the link.
+  @Test func anExportWritesThroughASymbolicLink() async throws {
+    try await runTool(["write", "d", "k", "v"], config: config)
+    let target = config + "/../export-target-\(UUID().uuidString).plist"
+    defer { try? FileManager.default.removeItem(atPath: target) }
+    try #require(symlink(target, config + "/link") == 0)
+    #expect(try await runTool(["export", "d", config + "/link"], config: config).status == 0)
+    #expect(try FileManager.default.destinationOfSymbolicLink(atPath: config + "/link") == target)
+    #expect(FileManager.default.contents(atPath: target)?.isEmpty == false)
+  }
+
+  /// `watch` prints one line per change, collections included, and a stored NaN is not a change each time.
+  @Test func watchPrintsCollectionsOnOneLine() async throws {
+    try await runTool(["write", "d", "n", "-float", "nan"], config: config)
+    let watcher = try RunningTool(["watch", "d"], config: config)
+    #expect(await watcher.errorLines.wait { !$0.isEmpty })
+    try await runTool(["write", "d", "arr", "-array", "\u{1B}", "2"], config: config)
+    try await runTool(["write", "d", "dict", "-dict", "k", "v w"], config: config)
+    #expect(await watcher.lines.wait { $0.count >= 2 })
+    #expect(watcher.lines.lines == [#"arr = ("\U001b", 2)"#, #"dict = {k = "v w"; }"#], "\(watcher.lines.lines)")
+    await watcher.kill(SIGTERM)
+  }
+
+  /// An import whose result would exceed the size limit is refused whole: the library could not read it back.
+  @Test func anImportTooLargeForTheDomainIsRefused() async throws {
+    try await runTool(["write", "dom", "keep", "1"], config: config)
+    let source = config + "/../big-\(UUID().uuidString).plist"
+    defer { try? FileManager.default.removeItem(atPath: source) }
+    // 50 MiB of binary plist (data values): more than 64 MiB as the XML (base64) the suite file holds.
+    let chunk = Data(repeating: 0x5A, count: 1 << 20)
+    let entries = Dictionary(uniqueKeysWithValues: (0..<50).map { ("blob\($0)", chunk) })
+    try PropertyListSerialization.data(fromPropertyList: entries, format: .binary, options: 0)
+      .write(to: URL(fileURLWithPath: source))
+    let before = try Data(contentsOf: URL(fileURLWithPath: config + "/dom.plist"))
+    let result = try await runTool(["import", "dom", source], config: config)
+    #expect(result.status == 1)
+    #expect(result.error.contains("more than the 64 MiB"), "\(result.error)")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: config + "/dom.plist")) == before)
+    #expect(try await runTool(["read", "dom", "keep"], config: config).output == "1\n")
+  }
+
   // MARK: Completions
 
   /// The bash script, sourced in bash: commands, `write`'s types, domain names and files complete.
@@ -244,5 +292,9 @@ private func files(in folder: String) -> [String] {
     #expect(try await complete("watch alpha --j", 3) == ["--json"])
     #expect(try await complete("help wa", 2) == ["watch"])
     #expect(try await complete("--generate-completion-script z", 2) == ["zsh"])
+    // A domain name is offered quoted, never expanded or run.
+    try await runTool(["write", "--", "$(touch PWNED)", "k", "v"], config: config)
+    #expect(try await complete("read '$'", 2) == [#"\$\(touch\ PWNED\)"#])
+    #expect(!FileManager.default.fileExists(atPath: config + "/PWNED"))
   }
 }

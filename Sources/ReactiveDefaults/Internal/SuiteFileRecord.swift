@@ -147,6 +147,7 @@ final class SuiteFileRecord: Sendable {
         for key in keys { entries[key] = memory[key].flatMap(PropertyListValue.init(foundationObject:)) }
         bytes = SuiteFile.encode(entries)
       }
+      try Self.checkSize(bytes)
       let journal = file.journalPath
       try SuiteFile.writeNewFile(journal, bytes)
       // corelibs' file can hold more than the journal: writes made with plain `UserDefaults` in this process, or
@@ -209,6 +210,7 @@ final class SuiteFileRecord: Sendable {
       var domain = try entriesOnDisk(check)
       for (key, value) in changes { domain[key] = value }
       let bytes = SuiteFile.encode(domain)
+      try Self.checkSize(bytes)
       try SuiteFile.writeNewFile(file.journalPath, bytes)
       try SuiteFile.move(file.journalPath, over: file.path)
       // Committed. Until corelibs drops its copy, reads give the values from before, never a mix.
@@ -218,6 +220,15 @@ final class SuiteFileRecord: Sendable {
       }
       markSynced()
       return check.issue
+    }
+  }
+
+  /// Refuses to write a file the library would refuse to read (and move aside) at its next open.
+  private static func checkSize(_ bytes: Data) throws(SaveFailure) {
+    guard bytes.count <= SuiteFile.maximumSize else {
+      throw SaveFailure(
+        "the domain would take \(bytes.count) bytes, more than the \(SuiteFile.maximumSize >> 20) MiB a suite file may hold"
+      )
     }
   }
 
