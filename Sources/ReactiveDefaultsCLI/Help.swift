@@ -142,10 +142,10 @@ enum Help {
   }
 
   static var overview: String {
-    let width = commands.map { $0.name.count + 1 + $0.arguments.count }.max() ?? 0
+    let width = commands.map { $0.name.count + 1 + shortArguments($0).count }.max() ?? 0
     let lines = commands.map { command -> String in
       let left = command.name + (command.arguments.isEmpty ? "" : " " + shortArguments(command))
-      return "  " + left.padding(toLength: max(width, 32), withPad: " ", startingAt: 0) + "  " + command.summary
+      return "  " + left.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + command.summary
     }
     return """
       rdefaults: read, write and watch the UserDefaults domains Foundation keeps as plist files

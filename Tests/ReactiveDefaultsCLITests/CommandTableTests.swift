@@ -24,6 +24,8 @@ import Testing
   }
 
   @Test func theOverviewListsEveryCommandAndEachPageItsSynopsis() {
+    // A terminal's width: no line of the overview runs past 100 columns.
+    #expect(Help.overview.split(separator: "\n").allSatisfy { $0.count <= 100 }, "\(Help.overview)")
     for command in Help.commands {
       #expect(Help.overview.contains("  \(command.name) "), "\(command.name)")
       #expect(command.helpPage.hasPrefix("Usage: \(command.synopsis)\n"))

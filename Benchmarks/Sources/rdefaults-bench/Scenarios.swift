@@ -122,6 +122,45 @@ enum Scenarios {
     return Comparison(baselineNanoseconds: base, oursNanoseconds: mine, ratio: mine / base)
   }
 
+  // MARK: Read after write
+
+  /// One write of a key then a read of another key, in a suite of `keys` keys: plain `set` + `integer(forKey:)`
+  /// (corelibs rebuilds its merged view of every domain after the write) and the store's typed write + typed read.
+  static func readAfterWrite(keys: Int, _ settings: Settings) -> Comparison {
+    let plainSuite = scratchSuite("rw-plain")
+    let store = DefaultsStore(suiteName: scratchSuite("rw-ours"))!
+    let plain = UserDefaults(suiteName: plainSuite)!
+    defer {
+      cleanUp(plainSuite)
+      cleanUp(store.suiteName!)
+    }
+    let names = (0..<keys).map { "k\($0)" }
+    let typed = names.map { DefaultsKey<Int>($0, default: 0) }
+    for (index, name) in names.enumerated() {
+      plain.set(index, forKey: name)
+      store[typed[index]] = index
+    }
+    plain.synchronize()
+    store.flush()
+    let sink = Sink.shared
+    // The plain cycle costs milliseconds at 1,000 keys: fewer operations, so that a run stays short.
+    let operations = keys >= 1_000 ? (settings.quick ? 20 : 60) : (settings.quick ? 500 : 2_000)
+    var next = 0
+    let (base, mine) = compare(
+      rounds: settings.rounds, operations: operations,
+      baseline: { index in
+        next &+= 1
+        plain.set(next, forKey: names[0])
+        sink.take(plain.integer(forKey: names[1 + index % (keys - 1)]))
+      },
+      ours: { index in
+        next &+= 1
+        store[typed[0]] = next
+        sink.take(store[typed[1 + index % (keys - 1)]])
+      })
+    return Comparison(baselineNanoseconds: base, oursNanoseconds: mine, ratio: base / mine)
+  }
+
   // MARK: Transactions
 
   /// `update { $0 += 1 }` (a locked reload-and-save) ÷ a plain write of the same key followed by `flush()`, in a

@@ -53,6 +53,12 @@ func run(_ settings: Settings) throws {
   row("write_overhead_int", Scenarios.write(settings), target: "≤ 1.5")
   row("multikey_overhead_5", Scenarios.multiKey(settings), target: "≤ 1.5")
   row("edit_vs_flush", Scenarios.editVersusFlush(settings), target: "≤ 1.5")
+  let readAfterWrite = [100, 1_000, 10_000].map { ($0, Scenarios.readAfterWrite(keys: $0, settings)) }
+  row("rw_cycle_speedup_1000", readAfterWrite[1].1, target: "≥ 100")
+  let growth = Comparison(
+    baselineNanoseconds: readAfterWrite[0].1.oursNanoseconds, oursNanoseconds: readAfterWrite[2].1.oursNanoseconds,
+    ratio: readAfterWrite[2].1.oursNanoseconds / readAfterWrite[0].1.oursNanoseconds)
+  row("rw_cycle_growth_10000", growth, target: "≤ 2")
   for keys in [100, 1_000, 10_000] {
     row("fanout_speedup_\(keys)", Scenarios.fanout(keys: keys, settings), target: keys == 1_000 ? "≥ 100" : "grows")
   }
