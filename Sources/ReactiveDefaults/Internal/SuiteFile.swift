@@ -258,13 +258,15 @@ struct SuiteFile: Sendable {
 
   /// Renames `source` over `target` and flushes their folder. On failure a temporary `source` is removed; a file
   /// that holds data (a journal, an unreadable plist) is kept.
-  static func move(_ source: String, over target: String, sourceIsTemporary: Bool = false) throws(SaveFailure) {
+  static func move(
+    _ source: String, over target: String, sourceIsTemporary: Bool = false, flushing: Bool = true
+  ) throws(SaveFailure) {
     guard rename(source, target) == 0 else {
       let failure = SaveFailure(operation: "cannot rename \(source) to \(target)")
       if sourceIsTemporary { unlink(source) }
       throw failure
     }
-    try flushFolder(of: target)
+    if flushing { try flushFolder(of: target) }
   }
 
   /// Flushes a folder's entries to disk, so a rename or an unlink in it survives a power cut.

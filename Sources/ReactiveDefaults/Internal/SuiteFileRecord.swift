@@ -134,7 +134,7 @@ final class SuiteFileRecord: Sendable {
   /// Saves `keys` (whose values are in `defaults`, corelibs' memory) into the suite's file, as described above.
   /// Throws without touching the plist when the save cannot be done whole.
   func save(_ defaults: UserDefaults, keys: Set<String>) throws(SaveFailure) -> SaveOutcome {
-    try locked { () throws(SaveFailure) -> SaveOutcome in
+    let outcome = try locked { () throws(SaveFailure) -> SaveOutcome in
       let check = try check()
       let bytes: Data
       if !check.changedElsewhere && file.stamp() != nil {
@@ -165,12 +165,11 @@ final class SuiteFileRecord: Sendable {
           // No room for another copy: the journal as it is (this save's keys, whole) becomes the plist; the
           // extra keys stay in corelibs' memory, and corelibs' own file had them until this rename.
         }
-        try SuiteFile.move(journal, over: file.path)
+        try SuiteFile.move(journal, over: file.path, flushing: false)
       case .absent:
         unlink(journal)
-        try SuiteFile.flushFolder(of: journal)
       case .same, .unreadable:
-        try SuiteFile.move(journal, over: file.path)
+        try SuiteFile.move(journal, over: file.path, flushing: false)
       }
       if corelibsSaved || !check.changedElsewhere {
         markSynced()
@@ -180,6 +179,10 @@ final class SuiteFileRecord: Sendable {
       }
       return SaveOutcome(issue: check.issue, changedElsewhere: check.changedElsewhere)
     }
+    // The rename (or unlink) is made durable after the lock is released: the next process waiting for the lock
+    // (a reload of this very save, in a process that watches the suite) need not wait for the disk as well.
+    try SuiteFile.flushFolder(of: file.path)
+    return outcome
   }
 
   /// The keys and values of the file as it is (call it holding the file's lock, after `check`): an unreadable file

@@ -73,7 +73,8 @@ final class UserDefaultsStorage: DefaultsStorage {
     /// The value straight from the suite's own domain, when that is what `object(forKey:)` would return: the key is
     /// in that domain and not overridden by a launch argument. nil: ask `object(forKey:)`.
     private func directObject(forKey key: String) -> Any? {
-      guard persistence != nil,
+      // A plain load first: reads far from any write (the common case) pay no read-modify-write.
+      guard persistence != nil, readsSinceWrite.load(ordering: .relaxed) < Self.directReadsAfterWrite,
         readsSinceWrite.add(1, ordering: .relaxed).newValue <= Self.directReadsAfterWrite,
         defaults.instance.volatileDomain(forName: UserDefaults.argumentDomain)[key] == nil
       else { return nil }
