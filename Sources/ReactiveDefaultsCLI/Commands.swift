@@ -395,7 +395,7 @@ enum Commands {
     try words.expect(2...2, "'import' needs a domain and a file")
     let (domain, path) = (words.positional[0], words.positional[1])
     let store = try openStore(domain, command: "import", reading: false)
-    let progress = Progress()
+    let progress = ImportProgress()
     defer { progress.finish() }
     let data: Data
     if path == "-" {
@@ -538,7 +538,7 @@ struct Words {
 
 /// A progress line on standard error for an import that takes more than a second, when standard error is a
 /// terminal.
-final class Progress: Sendable {
+final class ImportProgress: Sendable {
   private struct State {
     var total: Int?
     var done = false

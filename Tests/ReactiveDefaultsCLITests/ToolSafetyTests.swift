@@ -18,6 +18,35 @@ private func files(in folder: String) -> [String] {
   ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
 }
 
+/// A binary property list of one dictionary `blob0`… of `count` data values of `size` bytes, written byte by byte:
+/// bridging that much data through `PropertyListSerialization` takes seconds of CPU in a debug build.
+private func binaryPlistOfBlobs(count: Int, size: Int) -> Data {
+  precondition(count >= 15 && count < 128 && size < 1 << 31)
+  var bytes = Array("bplist00".utf8)
+  var offsets: [Int] = []
+  // Object 0: the dictionary; 1...count: the keys; count+1...2×count: the values. References are one byte.
+  offsets.append(bytes.count)
+  bytes += [0xDF, 0x10, UInt8(count)] + (1...count).map(UInt8.init) + ((count + 1)...(2 * count)).map(UInt8.init)
+  for index in 0..<count {
+    offsets.append(bytes.count)
+    let name = Array("blob\(index)".utf8)
+    bytes += [0x50 | UInt8(name.count)] + name
+  }
+  let blob = [UInt8](repeating: 0x5A, count: size)
+  for _ in 0..<count {
+    offsets.append(bytes.count)
+    bytes += [0x4F, 0x12] + withUnsafeBytes(of: UInt32(size).bigEndian, Array.init)
+    bytes += blob
+  }
+  let table = bytes.count
+  for offset in offsets { bytes += withUnsafeBytes(of: UInt32(offset).bigEndian, Array.init) }
+  bytes += [0, 0, 0, 0, 0, 0, 4, 1]
+  bytes += withUnsafeBytes(of: UInt64(offsets.count).bigEndian, Array.init)
+  bytes += withUnsafeBytes(of: UInt64(0).bigEndian, Array.init)
+  bytes += withUnsafeBytes(of: UInt64(table).bigEndian, Array.init)
+  return Data(bytes)
+}
+
 @Suite(.linuxOnly) struct ToolSafetyTests {
   let config = makeConfigFolder()
 
@@ -201,9 +230,12 @@ private func files(in folder: String) -> [String] {
     let count = 200_000
     let source = config + "/../import-\(UUID().uuidString).plist"
     defer { try? FileManager.default.removeItem(atPath: source) }
-    let entries = Dictionary(uniqueKeysWithValues: (0..<count).map { ("key\($0)", $0) })
-    try PropertyListSerialization.data(fromPropertyList: entries, format: .binary, options: 0)
-      .write(to: URL(fileURLWithPath: source))
+    // Written as text: encoding 200,000 entries through PropertyListSerialization takes seconds of CPU in a debug
+    // build, on the threads every test's tasks share.
+    var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\">\n<dict>\n"
+    for index in 0..<count { xml += "<key>key\(index)</key><integer>\(index)</integer>\n" }
+    xml += "</dict>\n</plist>\n"
+    try Data(xml.utf8).write(to: URL(fileURLWithPath: source))
     let watch = try #require(ModificationWatch(folder: config, names: ["dom.plist.journal"]))
     let importer = try RunningTool(["import", "dom", source], config: config)
     _ = try await offThePool { watch.wait(timeout: 60) }
@@ -257,10 +289,7 @@ private func files(in folder: String) -> [String] {
     let source = config + "/../big-\(UUID().uuidString).plist"
     defer { try? FileManager.default.removeItem(atPath: source) }
     // 50 MiB of binary plist (data values): more than 64 MiB as the XML (base64) the suite file holds.
-    let chunk = Data(repeating: 0x5A, count: 1 << 20)
-    let entries = Dictionary(uniqueKeysWithValues: (0..<50).map { ("blob\($0)", chunk) })
-    try PropertyListSerialization.data(fromPropertyList: entries, format: .binary, options: 0)
-      .write(to: URL(fileURLWithPath: source))
+    try binaryPlistOfBlobs(count: 50, size: 1 << 20).write(to: URL(fileURLWithPath: source))
     let before = try Data(contentsOf: URL(fileURLWithPath: config + "/dom.plist"))
     let result = try await runTool(["import", "dom", source], config: config)
     #expect(result.status == 1)

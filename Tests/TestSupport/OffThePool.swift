@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 
 /// Runs blocking work on a Dispatch thread and awaits its result: a test that blocks (waits for a child process,
 /// saturates threads, saves thousands of times) must not hold one of the few threads Swift concurrency runs every
@@ -6,5 +7,41 @@ import Dispatch
 public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
   try await withCheckedThrowingContinuation { continuation in
     DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+  }
+}
+
+/// Runs `body` on `count` threads of its own at once (index 0..<count) and returns when all have finished.
+///
+/// Dedicated threads, not Dispatch's: work that blocks for long (waiting for a file lock, `fsync`) on Dispatch's
+/// global threads holds back every other test's `offThePool` work and timeouts, since Dispatch on Linux does not
+/// know the threads are blocked and adds none.
+public func onThreadsOfTheirOwn(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
+  await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+    let countdown = Countdown(count)
+    for index in 0..<count {
+      let thread = Thread {
+        body(index)
+        if countdown.arrive() { continuation.resume() }
+      }
+      thread.start()
+    }
+  }
+}
+
+/// Counts arrivals down; exactly one arrival (the last) is told it was the last. An `NSLock`, which
+/// ThreadSanitizer understands (see ``Recorder``).
+private final class Countdown: @unchecked Sendable {  // `remaining` is behind `lock`
+  private let lock = NSLock()
+  private var remaining: Int
+
+  init(_ count: Int) {
+    remaining = count
+  }
+
+  func arrive() -> Bool {
+    lock.withLock {
+      remaining -= 1
+      return remaining == 0
+    }
   }
 }

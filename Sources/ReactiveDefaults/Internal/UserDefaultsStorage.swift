@@ -78,8 +78,23 @@ final class UserDefaultsStorage: DefaultsStorage {
         readsSinceWrite.add(1, ordering: .relaxed).newValue <= Self.directReadsAfterWrite,
         defaults.instance.volatileDomain(forName: UserDefaults.argumentDomain)[key] == nil
       else { return nil }
-      return CorelibsPreferences.value(forKey: key, domain: isStandardDomain ? nil : domainName)
+      guard let object = CorelibsPreferences.value(forKey: key, domain: isStandardDomain ? nil : domainName) else {
+        return nil
+      }
+      // Small scalars only. corelibs bridges its own objects to Swift values byte by byte (an `NSData` of a few MiB
+      // takes seconds), where `object(forKey:)` hands out Swift values at once: large values, arrays and
+      // dictionaries are left to it.
+      switch object {
+      case is NSNumber, is NSDate: return object
+      case let text as NSString where text.length <= Self.largestDirectString: return object
+      case let data as NSData where data.length <= Self.largestDirectString:
+        return Data(bytes: data.bytes, count: data.length)
+      default: return nil
+      }
     }
+
+    /// The longest string (in UTF-16 units) or data (in bytes) a direct read hands out.
+    static let largestDirectString = 4096
   #endif
 
   func apply(_ write: StorageWrite, forKey key: String) -> PropertyListValue? {
