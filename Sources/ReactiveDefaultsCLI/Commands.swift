@@ -20,8 +20,9 @@ enum Commands {
     guard DefaultsStore.isValidSuiteName(domain), let store = DefaultsStore(suiteName: domain) else {
       throw Failure(
         message: "invalid domain name '\(Formatting.escaped(domain))'.",
-        hint: "A domain name is not empty, does not start with '.' or '-', and contains no '/', '..', control "
-          + "characters or glob characters (* ? [ ]). Usage: \(Help.synopsis(of: command))", code: .usage)
+        hint: "A domain name is not empty, does not start with '.' or '-', neither starts nor ends with a space, "
+          + "and contains no '/', '..', control characters or glob characters (* ? [ ]). "
+          + "Usage: \(Help.synopsis(of: command))", code: .usage)
     }
     let issues = Mutex<[DefaultsError]>([])
     store.issueHandler = { issue in issues.withLock { $0.append(issue) } }
@@ -478,18 +479,15 @@ enum Commands {
         tokens.append(store.property(DefaultsKey<PropertyListValue?>(key)).observe(initial: false) { print(key, $0) })
       }
     }
-    let sources = [SIGINT, SIGTERM].map { signalNumber in
-      signal(signalNumber, SIG_IGN)
-      let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
-      source.setEventHandler { exit(0) }
-      source.resume()
-      return source
-    }
+    // Installed before anything is printed, synchronously: a Dispatch signal source registers on a background
+    // thread, so a Ctrl-C (or SIGTERM) right after the "Watching" line could be ignored and lost. `watch` writes
+    // nothing, so ending at once (`_exit`, safe in a signal handler) loses nothing.
+    for signalNumber in [SIGINT, SIGTERM] { signal(signalNumber) { _ in _exit(0) } }
     RDefaults.printError(
       "Watching \(domain)"
         + (keys.isEmpty ? "" : " (" + keys.map { Formatting.listing(.string($0)) }.joined(separator: ", ") + ")")
         + "; Ctrl-C stops.")
-    withExtendedLifetime((tokens, sources)) { dispatchMain() }
+    withExtendedLifetime(tokens) { dispatchMain() }
   }
 }
 

@@ -6,7 +6,7 @@ import Synchronization
 /// `rdefaults demo`: a tour that needs no second terminal and finishes in a second or two.
 enum Demo {
   static func run(_ arguments: [String]) throws {
-    guard arguments.isEmpty else { throw RDefaults.usage("'demo' takes no arguments.", command: "demo") }
+    try Words(arguments, command: "demo").expect(0...0, "'demo' takes no arguments")
     let domain = "rdefaults-demo-\(ProcessInfo.processInfo.processIdentifier)"
     guard let store = DefaultsStore(suiteName: domain) else {
       throw RDefaults.Failure(message: "cannot open a scratch domain.", hint: nil, code: .failure)

@@ -85,6 +85,7 @@ private func binaryPlistOfBlobs(count: Int, size: Int) -> Data {
     (["rename", "d", "a"], "'rename' needs a domain, the old key and the new key"),
     (["--frobnicate"], "unknown option '--frobnicate'"),
     (["help", "write", "extra"], "unexpected argument 'extra'"),
+    (["demo", "now"], "unexpected argument 'now'"),
     (["--generate-completion-script", "tcsh"], "unknown shell 'tcsh'"),
   ])
   func usageErrorsNameTheArgument(_ arguments: [String], _ message: String) async throws {
