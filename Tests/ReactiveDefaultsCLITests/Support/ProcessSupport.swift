@@ -99,9 +99,9 @@ final class RunningTool: Sendable {
   }
 
   func kill(_ signalNumber: Int32) async {
-    let process = process
     _ = Foundation.kill(process.processIdentifier, signalNumber)
-    _ = try? await offThePool { process.waitUntilExit() }
+    // The termination handler's semaphore, not `waitUntilExit()`, which spins at full CPU.
+    _ = await exited(timeout: 60)
   }
 }
 
