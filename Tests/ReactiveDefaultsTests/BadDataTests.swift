@@ -173,6 +173,29 @@ private func backups(of path: String) -> [String] {
     }
   }
 
+  /// A new process only glances at an XML file's frame (parsing 10,000 keys cost more than opening the suite
+  /// otherwise): damage inside a whole frame is found by the full check before the first save, which keeps a copy.
+  @Test func damageInsideAWholeFrameIsReportedAndBackedUpBeforeTheFirstSave() async throws {
+    let damaged = Data(
+      #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>count</key><integer>4</dict></plist>"#
+        .utf8)
+    try await withPreparedSuite({ try damaged.write(to: URL(fileURLWithPath: $0)) }) { store, issues, path in
+      #expect(store[.count] == 0, "corelibs refuses the file: the key reads its default")
+      store[.count] = 5
+      store.flush()
+      #expect(await issues.wait { !$0.isEmpty })
+      guard case .unreadableFile(let reported, _, let backup)? = issues.values.first else {
+        Issue.record("no unreadableFile issue, got \(issues.values)")
+        return
+      }
+      #expect(reported == path)
+      #expect(backup.flatMap { FileManager.default.contents(atPath: $0) } == damaged, "the copy keeps the bytes")
+      let root = try PropertyListSerialization.propertyList(
+        from: try Data(contentsOf: URL(fileURLWithPath: path)), format: nil)
+      #expect((root as? [String: Any])?["count"] as? Int == 5)
+    }
+  }
+
   /// A shared-reference bomb would hang corelibs (every process opening the suite): refused by the strict reader in
   /// its budget, and moved out of corelibs' way.
   @Test func aReferenceBombIsMovedAsideBeforeCorelibsReadsIt() async throws {

@@ -29,6 +29,32 @@ import Testing
     ])
   }
 
+  /// The quick look a new process takes at a suite file instead of parsing it: every file CoreFoundation writes
+  /// passes; every cut of one, every other root, binary and garbage fail (and are then parsed in full).
+  @Test func theFrameOfAWholeFileIsRecognisedAndEveryCutOneIsNot() throws {
+    let domains: [[String: PropertyListValue]] = [
+      [:], ["a": .integer(1)], ["nested": .dictionary(["inner": .array([.dictionary([:])])]), "z": .string("</dict>")],
+    ]
+    for entries in domains {
+      let whole = try PropertyListSerialization.data(
+        fromPropertyList: entries.mapValues(\.foundationObject), format: .xml, options: 0)
+      #expect(XMLPropertyList.hasWholeDictionaryFrame(whole), "\(entries)")
+      #expect(XMLPropertyList.hasWholeDictionaryFrame(Data("\u{FEFF}  ".utf8) + whole + Data("\n\n".utf8)))
+      for length in 0..<whole.count - 1 {
+        #expect(!XMLPropertyList.hasWholeDictionaryFrame(whole.prefix(length)), "cut at \(length) of \(entries)")
+      }
+      let binary = try PropertyListSerialization.data(
+        fromPropertyList: entries.mapValues(\.foundationObject), format: .binary, options: 0)
+      #expect(!XMLPropertyList.hasWholeDictionaryFrame(binary))
+    }
+    for root in ["<array><integer>1</integer></array>", "<string>x</string>", "<dict>", "<dict></array>"] {
+      let text = #"<?xml version="1.0" encoding="UTF-8"?>\#n<plist version="1.0">\#n"# + root + "\n</plist>\n"
+      #expect(!XMLPropertyList.hasWholeDictionaryFrame(Data(text.utf8)), "\(root)")
+    }
+    #expect(!XMLPropertyList.hasWholeDictionaryFrame(Data("<plist><dict></dict></plist>".utf8)), "no <?xml")
+    #expect(!XMLPropertyList.hasWholeDictionaryFrame(Data((0..<600).map { UInt8(truncatingIfNeeded: $0 &* 31) })))
+  }
+
   /// Base64 lines at every depth (their length shrinks by 8 per level, down to 8 levels) and every length mod 3.
   @Test func dataAtEveryDepth() throws {
     for depth in 0...10 {

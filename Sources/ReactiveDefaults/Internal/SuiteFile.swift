@@ -90,6 +90,32 @@ struct SuiteFile: Sendable {
   }
 
   static func read(_ path: String) throws(SuiteFileProblem) -> Domain? {
+    guard let bytes = try readChecked(path) else { return nil }
+    return Domain(entries: try parseDomain(bytes), bytes: bytes)
+  }
+
+  /// What a quick look at the plist found (``glance()``).
+  enum Glance {
+    case absent
+    /// An XML property list whose frame is whole: it begins as a plist whose root is a dictionary and ends with
+    /// the dictionary's and the plist's closing tags. Not parsed.
+    case looksWhole
+    /// Anything else: to be read in full (``settledRead()``).
+    case needsReading
+  }
+
+  /// Reads the plist's bytes, with the checks of ``read()``, and looks at the frame of an XML one only: parsing
+  /// 10,000 keys costs more than a new process spends opening the suite otherwise, and corelibs' own XML parser,
+  /// which reads the file next, refuses bad input without crashing. A binary plist is always read in full (corelibs'
+  /// binary parser can crash), and so is any file that is cut short, not XML, or whose root is not a dictionary.
+  func glance() throws(SuiteFileProblem) -> Glance {
+    guard let bytes = try Self.readChecked(path) else { return .absent }
+    return XMLPropertyList.hasWholeDictionaryFrame(bytes) ? .looksWhole : .needsReading
+  }
+
+  /// A regular file's bytes, no larger than ``maximumSize``: nil when there is no file. A link is never followed
+  /// and a FIFO never opened blocking; the size is checked before reading.
+  private static func readChecked(_ path: String) throws(SuiteFileProblem) -> Data? {
     var info = stat()
     guard lstat(path, &info) == 0 else {
       if errno == ENOENT { return nil }
@@ -107,8 +133,7 @@ struct SuiteFile: Sendable {
     guard fstat(descriptor, &info) == 0 else { throw .cannotRead(String(cString: strerror(errno))) }
     try Self.requireRegularFile(info)
     guard Int64(info.st_size) <= Int64(maximumSize) else { throw .tooLarge(Int64(info.st_size)) }
-    let bytes = try readAll(descriptor, limit: maximumSize)
-    return Domain(entries: try parseDomain(bytes), bytes: bytes)
+    return try readAll(descriptor, limit: maximumSize)
   }
 
   private static func requireRegularFile(_ info: stat) throws(SuiteFileProblem) {

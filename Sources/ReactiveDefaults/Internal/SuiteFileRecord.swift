@@ -60,9 +60,12 @@ final class SuiteFileRecord: Sendable {
   }
 
   /// The first look at the file, before corelibs reads it: completes a journal a crash left, and checks the file.
+  /// An XML file whose frame is whole is not parsed here (``SuiteFile/glance()``): corelibs parses it next and
+  /// refuses bad XML without harm, and the full check runs before the first save could replace it, so a problem
+  /// in its middle is reported (and the file backed up) then.
   func open() -> DefaultsError? {
     do {
-      return try locked { () throws(SaveFailure) -> Check in try check() }.issue
+      return try locked { () throws(SaveFailure) -> Check in try check(glancing: true) }.issue
     } catch {
       return .saveFailed(path: file.path, reason: error.reason)
     }
@@ -94,12 +97,14 @@ final class SuiteFileRecord: Sendable {
   /// Checks the file if it changed since the last check. An unreadable one is reported and kept: copied beside
   /// the plist, or moved there when corelibs could crash or hang reading it. Call it holding the file's lock;
   /// announce the problem once the lock is released.
-  private func check() throws(SaveFailure) -> Check {
+  /// `glancing`: an XML file whose frame is whole counts as readable for now, and is checked in full next time.
+  private func check(glancing: Bool = false) throws(SaveFailure) -> Check {
     try recoverJournal()
     let stamp = file.stamp()
     let (checked, synced) = state.withLock { ($0.checked, $0.synced) }
     var result = Check(changedElsewhere: stamp != synced)
     guard stamp != checked else { return result }
+    if glancing, case .looksWhole? = try? file.glance() { return result }
     do throws(SuiteFileProblem) {
       result.domain = try file.settledRead()
     } catch {

@@ -30,6 +30,43 @@ enum XMLPropertyList {
     return Data(writer.bytes)
   }
 
+  /// Whether `bytes` look like a whole XML property list whose root is a dictionary, judged by its frame alone:
+  /// after an optional byte-order mark and white space, `<?xml`; then, within the first kilobyte, `<plist`, its `>`,
+  /// white space and `<dict>` (or `<dict/>`); at the end, `</dict>` (or that `<dict/>`), white space and `</plist>`,
+  /// with white space after. A file cut short, binary, or holding another root fails; what lies between is not
+  /// looked at.
+  static func hasWholeDictionaryFrame(_ bytes: Data) -> Bool {
+    bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Bool in
+      let bytes = buffer.bindMemory(to: UInt8.self)
+      func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+      func matches(_ text: StaticString, at index: Int) -> Bool {
+        let count = text.utf8CodeUnitCount
+        guard index >= 0, index + count <= bytes.count else { return false }
+        return memcmp(bytes.baseAddress! + index, text.utf8Start, count) == 0
+      }
+      var start = 0
+      if matches("\u{FEFF}", at: 0) { start = 3 }
+      while start < bytes.count, isSpace(bytes[start]) { start += 1 }
+      guard matches("<?xml", at: start) else { return false }
+      // The opening: `<plist`, then its `>`, then the root.
+      let searchEnd = min(bytes.count, start + 1024)
+      guard var index = (start..<searchEnd).first(where: { matches("<plist", at: $0) }) else { return false }
+      while index < searchEnd, bytes[index] != UInt8(ascii: ">") { index += 1 }
+      index += 1
+      while index < bytes.count, isSpace(bytes[index]) { index += 1 }
+      let emptyRoot = matches("<dict/>", at: index)
+      guard emptyRoot || matches("<dict>", at: index) else { return false }
+      let rootEnd = index + (emptyRoot ? 7 : 6)
+      // The closing: `</plist>`, and before it the root's end.
+      var end = bytes.count
+      while end > rootEnd, isSpace(bytes[end - 1]) { end -= 1 }
+      end -= 8
+      guard end >= rootEnd, matches("</plist>", at: end) else { return false }
+      while end > rootEnd, isSpace(bytes[end - 1]) { end -= 1 }
+      return emptyRoot ? end == rootEnd : end - 7 >= rootEnd && matches("</dict>", at: end - 7)
+    }
+  }
+
   private struct Writer {
     var bytes: [UInt8] = []
 
