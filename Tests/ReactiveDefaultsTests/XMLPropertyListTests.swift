@@ -29,6 +29,25 @@ import Testing
     ])
   }
 
+  /// Keys sorted as CoreFoundation sorts them (UTF-16 code units), across every boundary where UTF-8's byte order
+  /// and UTF-16's differ or agree.
+  @Test func keysSortByUTF16CodeUnits() {
+    let scalars = [0x41, 0x7F, 0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFF5E, 0xFFFD, 0x10000, 0x1F600, 0x10FFFF]
+    let keys =
+      scalars.flatMap { first in
+        ["", "a", "\u{E000}", "\u{1F600}"].map { String(Unicode.Scalar(UInt32(first))!) + $0 }
+      } + ["", "ab", "abc", "b"]
+    let expected = keys.sorted { $0.utf16.lexicographicallyPrecedes($1.utf16) }
+    #expect(keys.sorted(by: XMLPropertyList.precedesInUTF16Order) == expected)
+    for left in keys {
+      for right in keys {
+        #expect(
+          XMLPropertyList.precedesInUTF16Order(left, right) == left.utf16.lexicographicallyPrecedes(right.utf16),
+          "\(Array(left.unicodeScalars)) vs \(Array(right.unicodeScalars))")
+      }
+    }
+  }
+
   /// The quick look a new process takes at a suite file instead of parsing it: every file CoreFoundation writes
   /// passes; every cut of one, every other root, binary and garbage fail (and are then parsed in full).
   @Test func theFrameOfAWholeFileIsRecognisedAndEveryCutOneIsNot() throws {

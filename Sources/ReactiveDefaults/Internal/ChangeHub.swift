@@ -165,7 +165,7 @@ final class ChangeHub: Sendable {
     while let current = next {
       let stored = storage.apply(current.write, forKey: current.key)
       if let fanout = state.withLock({ $0.record(stored, forKey: current.key) }) { applied.fanouts.append(fanout) }
-      if let action = persistence?.wrote(current.key), action.isMoreUrgent(than: applied.saving) {
+      if let action = persistence?.wrote(current.key, stored), action.isMoreUrgent(than: applied.saving) {
         applied.saving = action
       }
       applied.written.append(current.key)

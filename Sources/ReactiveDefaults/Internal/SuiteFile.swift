@@ -210,6 +210,11 @@ struct SuiteFile: Sendable {
   /// The bytes of a domain as the suite file holds them: an XML property list, as corelibs writes it, so that
   /// corelibs' own rewrite of the same domain is recognised byte for byte.
   static func encode(_ entries: [String: Any]) throws(SaveFailure) -> Data {
+    encode(try Self.entries(entries))
+  }
+
+  /// A domain corelibs holds, as property-list values.
+  static func entries(_ entries: [String: Any]) throws(SaveFailure) -> [String: PropertyListValue] {
     var values: [String: PropertyListValue] = [:]
     values.reserveCapacity(entries.count)
     for (key, object) in entries {
@@ -218,7 +223,7 @@ struct SuiteFile: Sendable {
       }
       values[key] = value
     }
-    return encode(values)
+    return values
   }
 
   /// A domain as the XML property list corelibs would write for it, byte for byte (``XMLPropertyList``).

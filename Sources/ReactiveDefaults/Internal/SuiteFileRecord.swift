@@ -35,6 +35,16 @@ final class SuiteFileRecord: Sendable {
     var synced: SuiteFile.Stamp?
     /// What was found so far, replayed to each store that sets an issue handler.
     var found: [DefaultsError] = []
+    /// The keys and values of the file as this process last saved or parsed it, and the file's stamp then: a save
+    /// of a file unchanged since applies its writes to these instead of copying corelibs' whole domain (bridging
+    /// every value, under corelibs' lock, which the writers of the suite wait for).
+    var known: (stamp: SuiteFile.Stamp, entries: [String: PropertyListValue])?
+
+    /// The file's entries as last known, if the file is still as it was then.
+    func entries(at stamp: SuiteFile.Stamp?) -> [String: PropertyListValue]? {
+      guard let known, known.stamp == stamp else { return nil }
+      return known.entries
+    }
   }
 
   private let state = Locked(State())
@@ -107,6 +117,10 @@ final class SuiteFileRecord: Sendable {
     if glancing, case .looksWhole? = try? file.glance() { return result }
     do throws(SuiteFileProblem) {
       result.domain = try file.settledRead()
+      // Known only if no writer that takes no lock changed the file while it was read.
+      if let domain = result.domain, let stamp, file.stamp() == stamp {
+        state.withLock { $0.known = (stamp, domain.entries) }
+      }
     } catch {
       let backup: String?
       if case .notAFile(let kind) = error, kind != SuiteFileProblem.folder {
@@ -136,22 +150,28 @@ final class SuiteFileRecord: Sendable {
     var changedElsewhere = false
   }
 
-  /// Saves `keys` (whose values are in `defaults`, corelibs' memory) into the suite's file, as described above.
-  /// Throws without touching the plist when the save cannot be done whole.
-  func save(_ defaults: UserDefaults, keys: Set<String>) throws(SaveFailure) -> SaveOutcome {
+  /// Saves `writes` (the values the library's writes stored in `defaults`, corelibs' memory; nil: removed) into
+  /// the suite's file, as described above. Throws without touching the plist when the save cannot be done whole.
+  func save(_ defaults: UserDefaults, writes: [String: PropertyListValue?]) throws(SaveFailure) -> SaveOutcome {
     let outcome = try locked { () throws(SaveFailure) -> SaveOutcome in
       let check = try check()
-      let bytes: Data
-      if !check.changedElsewhere && file.stamp() != nil {
+      let stamp = file.stamp()
+      // What the journal holds.
+      var entries: [String: PropertyListValue]?
+      if !check.changedElsewhere, stamp != nil, var known = state.withLock({ $0.entries(at: stamp) }) {
+        // The file is as this process last saved or parsed it: the writes applied to it.
+        for (key, value) in writes { known[key] = value }
+        entries = known
+      } else if !check.changedElsewhere && stamp != nil {
         // The file is as this process last saved or loaded it, so corelibs' memory is that file plus the
         // unsaved writes: the merged domain as it stands, with no need to parse the file again.
-        bytes = try SuiteFile.encode(defaults.persistentDomain(forName: file.domainName) ?? [:])
+        entries = try SuiteFile.entries(defaults.persistentDomain(forName: file.domainName) ?? [:])
       } else {
-        var entries = try entriesOnDisk(check)
-        let memory = defaults.persistentDomain(forName: file.domainName) ?? [:]
-        for key in keys { entries[key] = memory[key].flatMap(PropertyListValue.init(foundationObject:)) }
-        bytes = SuiteFile.encode(entries)
+        var onDisk = try entriesOnDisk(check)
+        for (key, value) in writes { onDisk[key] = value }
+        entries = onDisk
       }
+      let bytes = SuiteFile.encode(entries ?? [:])
       try Self.checkSize(bytes)
       let journal = file.journalPath
       try SuiteFile.writeNewFile(journal, bytes)
@@ -171,13 +191,16 @@ final class SuiteFileRecord: Sendable {
           // extra keys stay in corelibs' memory, and corelibs' own file had them until this rename.
         }
         try SuiteFile.move(journal, over: file.path, flushing: false)
+        // corelibs' content, not parsed here: the next save copies corelibs' domain, or parses the file.
+        entries = nil
       case .absent:
         unlink(journal)
+        entries = nil
       case .same, .unreadable:
         try SuiteFile.move(journal, over: file.path, flushing: false)
       }
       if corelibsSaved || !check.changedElsewhere {
-        markSynced()
+        markSynced(entries: entries)
       } else {
         // corelibs kept its copy, which lacks the other process's changes: the next edit or reload must not trust it.
         state.withLock { $0.synced = nil }
@@ -226,7 +249,7 @@ final class SuiteFileRecord: Sendable {
         state.withLock { $0.synced = nil }
         throw SaveFailure("the file was saved, but Foundation's copy of the suite could not be reloaded")
       }
-      markSynced()
+      markSynced(entries: domain)
       return check.issue
     }
   }
@@ -264,13 +287,15 @@ final class SuiteFileRecord: Sendable {
     #endif
   }
 
-  /// Records that the suite in memory is the file as it is now (call it holding the file's lock).
-  private func markSynced() {
+  /// Records that the suite in memory is the file as it is now (call it holding the file's lock), and that the file
+  /// holds `entries`, when this process wrote them.
+  private func markSynced(entries: [String: PropertyListValue]? = nil) {
     let stamp = file.stamp()
     savedFileSize.store(Int(stamp?.size ?? 0), ordering: .relaxed)
     state.withLock { state in
       state.checked = stamp
       state.synced = stamp
+      if let entries, let stamp { state.known = (stamp, entries) }
     }
   }
 

@@ -29,8 +29,8 @@ final class SuitePersistence: Sendable {
   }
 
   private struct State {
-    /// Keys written since the last save.
-    var unsavedKeys: Set<String> = []
+    /// Keys written since the last save, with the value each write stored (nil: removed).
+    var unsaved: [String: PropertyListValue?] = [:]
     /// Saves that took their keys and have not finished: their keys are still in corelibs' dirty list.
     var savesInProgress = 0
     var saveScheduled = false
@@ -39,23 +39,23 @@ final class SuitePersistence: Sendable {
     var reloadAgain = false
     var hooks: Hooks?
 
-    mutating func wrote(_ key: String, saveAfter maximum: Int) -> WriteAction {
-      let first = unsavedKeys.isEmpty
-      unsavedKeys.insert(key)
-      if unsavedKeys.count >= maximum { return .saveNow }
+    mutating func wrote(_ key: String, _ value: PropertyListValue?, saveAfter maximum: Int) -> WriteAction {
+      let first = unsaved.isEmpty
+      unsaved.updateValue(value, forKey: key)
+      if unsaved.count >= maximum { return .saveNow }
       // The first unsaved write registers for the save at exit, even when a coalesced save is already pending
       // (a `save()` since may have taken the earlier keys and unregistered).
       return first ? .scheduleSave : .none
     }
 
-    mutating func takeUnsavedKeys() -> Set<String> {
+    mutating func takeUnsaved() -> [String: PropertyListValue?] {
       savesInProgress += 1
-      defer { unsavedKeys.removeAll() }
-      return unsavedKeys
+      defer { unsaved.removeAll() }
+      return unsaved
     }
 
     /// Whether corelibs may hold writes not yet saved: unsaved keys, or keys a save in progress took.
-    var hasPendingWrites: Bool { !unsavedKeys.isEmpty || savesInProgress > 0 }
+    var hasPendingWrites: Bool { !unsaved.isEmpty || savesInProgress > 0 }
   }
 
   private let defaults: SendableDefaults
@@ -106,11 +106,12 @@ final class SuitePersistence: Sendable {
 
   // MARK: Saving
 
-  /// Records a write of `key` (called inside the write); returns what to do about saving, after the write.
-  func wrote(_ key: String) -> WriteAction {
+  /// Records a write of `key`, which stored `value` (called inside the write); returns what to do about saving,
+  /// after the write.
+  func wrote(_ key: String, _ value: PropertyListValue?) -> WriteAction {
     let maximum = max(
       Self.minimumUnsavedKeysBeforeSave, Int(Double(record.savedFileSize.load(ordering: .relaxed)).squareRoot()))
-    return state.withLock { $0.wrote(key, saveAfter: maximum) }
+    return state.withLock { $0.wrote(key, value, saveAfter: maximum) }
   }
 
   /// Does what ``wrote(_:)`` decided.
@@ -130,17 +131,17 @@ final class SuitePersistence: Sendable {
         // A flush (or a reload) since the write already saved it: nothing to do, no lock to take.
         let pending = self.state.withLock { state in
           state.saveScheduled = false
-          return !state.unsavedKeys.isEmpty
+          return !state.unsaved.isEmpty
         }
         if pending { self.saveReportingFailure() }
       }
     }
   }
 
-  var hasUnsavedWrites: Bool { state.withLock { !$0.unsavedKeys.isEmpty } }
+  var hasUnsavedWrites: Bool { state.withLock { !$0.unsaved.isEmpty } }
 
   /// The keys written since the last save.
-  var unsavedKeys: Set<String> { state.withLock { $0.unsavedKeys } }
+  var unsavedKeys: Set<String> { state.withLock { Set($0.unsaved.keys) } }
 
   /// Unsaved writes, or writes a save in progress has not finished saving: corelibs' copy must not be dropped.
   private var hasPendingWrites: Bool { state.withLock { $0.hasPendingWrites } }
@@ -173,17 +174,18 @@ final class SuitePersistence: Sendable {
     // for this one instead of letting the process end in the middle of it.
     SaveOnExit.inFlight.enter()
     defer { SaveOnExit.inFlight.leave() }
-    let keys = state.withLock { $0.takeUnsavedKeys() }
+    let writes = state.withLock { $0.takeUnsaved() }
     SaveOnExit.remove(self)
     defer { state.withLock { $0.savesInProgress -= 1 } }
     do {
-      let outcome = try record.save(defaults.instance, keys: keys)
+      let outcome = try record.save(defaults.instance, writes: writes)
       if let issue = outcome.issue { findings.issues.append(issue) }
       // The save merged another process's changes into memory.
       if outcome.changedElsewhere { findings.changedElsewhere = true }
     } catch {
-      if !keys.isEmpty {
-        state.withLock { $0.unsavedKeys.formUnion(keys) }
+      if !writes.isEmpty {
+        // Back on the list, behind any write made since (its value is the newer one).
+        state.withLock { $0.unsaved.merge(writes) { newer, _ in newer } }
         SaveOnExit.add(self)
       }
       throw .saveFailed(path: file.path, reason: error.reason)
