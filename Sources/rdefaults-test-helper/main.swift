@@ -15,11 +15,14 @@
 //   rdefaults-test-helper increment DOMAIN KEY N  on a line of input, `update { $0 += 1 }` N times; print "done", exit
 //   rdefaults-test-helper racy DOMAIN KEY N       the same with `store[k] = store[k] + 1` and `flush()` (loses updates)
 //   rdefaults-test-helper stall DOMAIN KEY INT    edit: write KEY, print "inside", wait inside the body (to be killed)
+//   rdefaults-test-helper readloop DOMAIN N       read keys k0… in a tight loop until N changes of "round" arrived
+//                                                 (or 60 s passed); print "CHANGES READS ABSENT", exit
 //   rdefaults-test-helper migrate DOMAIN          on a line of input, migrate (a custom step counts its runs in the
 //                                                 key "runs", a rename moves "old" to "new"); print the steps applied
 import Dispatch
 import Foundation
 import ReactiveDefaults
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -48,6 +51,27 @@ case (4, "churn"):
     store[key(round % count)] = round
     try store.save()
   }
+case (4, "readloop"):
+  // A reader of a suite another process keeps saving (`churn`): every key it reads exists, so a read of the default
+  // means this process loaded a torn file.
+  guard let store = DefaultsStore(suiteName: arguments[2]), let wanted = Int(arguments[3]) else { exit(64) }
+  let changes = Atomic<Int>(0)
+  let token = store.property(DefaultsKey<Int>("round", default: 0)).observe(initial: false) { _ in
+    changes.add(1, ordering: .relaxed)
+  }
+  say("ready")
+  var reads = 0
+  var absent = 0
+  let deadline = Date() + 60
+  while changes.load(ordering: .relaxed) < wanted && Date() < deadline {
+    for index in stride(from: 0, to: 10_000, by: 997) {
+      reads += 1
+      if store[DefaultsKey<Int>("k\(index)", default: -1)] == -1 { absent += 1 }
+    }
+  }
+  token.cancel()
+  say("\(changes.load(ordering: .relaxed)) \(reads) \(absent)")
+  exit(0)
 case (5, "increment"), (5, "racy"):
   guard let store = DefaultsStore(suiteName: arguments[2]), let count = Int(arguments[4]) else { exit(64) }
   let key = DefaultsKey<Int>(arguments[3], default: 0)

@@ -52,6 +52,25 @@ private func keyCount(ofPlistAt path: String) throws -> Int {
     #expect(try keyCount(ofPlistAt: config + "/big.plist") > count)
   }
 
+  /// A reader process using the library while another saves a 10,000-key suite over and over (corelibs rewrites the
+  /// plist in place during each save): every key it reads is there, at every reload. A reader that loaded the file
+  /// outside the suite's lock could find it empty or cut, and then every key absent.
+  @Test func aReaderUsingTheLibraryNeverLoadsATornFile() async throws {
+    let config = makeConfigFolder()
+    let count = 10_000
+    try writeLargeSuite(config + "/big.plist", count: count)
+    let writer = try RunningTool(["churn", "big", "\(count)"], config: config, tool: "rdefaults-test-helper")
+    #expect(await writer.lines.wait { $0.first?.hasPrefix("ready") == true })
+    let reader = try RunningTool(["readloop", "big", "50"], config: config, tool: "rdefaults-test-helper")
+    #expect(await reader.lines.wait(timeout: 90, until: { $0.count == 2 }))
+    await writer.kill(SIGKILL)
+    let figures = (reader.lines.lines.last ?? "").split(separator: " ").compactMap { Int($0) }
+    try #require(figures.count == 3, "\(reader.lines.lines)")
+    #expect(figures[0] >= 50, "the reader saw \(figures[0]) of the writer's saves")
+    #expect(figures[2] == 0, "\(figures[2]) of \(figures[1]) reads found a key absent")
+    await reader.kill(SIGKILL)
+  }
+
   /// A save that cannot be written whole (the file size limit, as on a full disk) leaves the file byte for byte as
   /// it was, is reported, and keeps the value pending: once the limit is lifted, the next save writes it.
   @Test func aSaveThatFailsLeavesTheFileAsItWasAndIsTriedAgain() async throws {

@@ -75,7 +75,11 @@ final class SuiteFileRecord: Sendable {
   /// in its middle is reported (and the file backed up) then.
   func open() -> DefaultsError? {
     do {
-      return try locked { () throws(SaveFailure) -> Check in try check(glancing: true) }.issue
+      return try locked { () throws(SaveFailure) -> Check in
+        let check = try check(glancing: true)
+        loadDomain()
+        return check
+      }.issue
     } catch {
       return .saveFailed(path: file.path, reason: error.reason)
     }
@@ -249,6 +253,7 @@ final class SuiteFileRecord: Sendable {
         state.withLock { $0.synced = nil }
         throw SaveFailure("the file was saved, but Foundation's copy of the suite could not be reloaded")
       }
+      loadDomain()
       markSynced(entries: domain)
       return check.issue
     }
@@ -270,6 +275,7 @@ final class SuiteFileRecord: Sendable {
     try locked { () throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) in
       let check = try check()
       guard dropCache() else { return (check.issue, false) }
+      loadDomain()
       markSynced()
       return (check.issue, true)
     }
@@ -284,6 +290,15 @@ final class SuiteFileRecord: Sendable {
       CorelibsPreferences.synchronize(domain: isStandardDomain ? nil : file.domainName)
     #else
       true
+    #endif
+  }
+
+  /// Has corelibs read the file now, holding the suite's lock (call it there), rather than at the next read: no
+  /// process using the library rewrites the file meanwhile, so corelibs never loads a file another process's
+  /// save is rewriting in place (an empty or cut file would read as an empty suite).
+  private func loadDomain() {
+    #if os(Linux)
+      _ = CorelibsPreferences.value(forKey: "ReactiveDefaults.load", domain: isStandardDomain ? nil : file.domainName)
     #endif
   }
 
