@@ -174,22 +174,22 @@ private func backups(of path: String) -> [String] {
   }
 
   /// A new process only glances at an XML file's frame (parsing 10,000 keys cost more than opening the suite
-  /// otherwise): damage inside a whole frame is found by the full check before the first save, which keeps a copy.
-  @Test func damageInsideAWholeFrameIsReportedAndBackedUpBeforeTheFirstSave() async throws {
+  /// otherwise). Damage inside a whole frame makes corelibs read an empty suite, without the file's first key: the
+  /// full check then runs at once, which reports the file and keeps a copy before anything could replace it.
+  @Test func damageInsideAWholeFrameIsReportedAndBackedUpAtOpen() async throws {
     let damaged = Data(
       #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>count</key><integer>4</dict></plist>"#
         .utf8)
     try await withPreparedSuite({ try damaged.write(to: URL(fileURLWithPath: $0)) }) { store, issues, path in
       #expect(store[.count] == 0, "corelibs refuses the file: the key reads its default")
-      store[.count] = 5
-      store.flush()
-      #expect(await issues.wait { !$0.isEmpty })
       guard case .unreadableFile(let reported, _, let backup)? = issues.values.first else {
         Issue.record("no unreadableFile issue, got \(issues.values)")
         return
       }
       #expect(reported == path)
       #expect(backup.flatMap { FileManager.default.contents(atPath: $0) } == damaged, "the copy keeps the bytes")
+      store[.count] = 5
+      store.flush()
       let root = try PropertyListSerialization.propertyList(
         from: try Data(contentsOf: URL(fileURLWithPath: path)), format: nil)
       #expect((root as? [String: Any])?["count"] as? Int == 5)

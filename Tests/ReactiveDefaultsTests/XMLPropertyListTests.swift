@@ -71,6 +71,14 @@ import Testing
       #expect(!XMLPropertyList.hasWholeDictionaryFrame(Data(text.utf8)), "\(root)")
     }
     #expect(!XMLPropertyList.hasWholeDictionaryFrame(Data("<plist><dict></dict></plist>".utf8)), "no <?xml")
+    // The first key, as the file names it (CoreFoundation writes keys sorted), entities replaced.
+    let named = try PropertyListSerialization.data(
+      fromPropertyList: ["b": 1, "a<&>\"'é": 2], format: .xml, options: 0)
+    #expect(XMLPropertyList.frame(named) == .dictionary(firstKey: "a<&>\"'é"))
+    let empty = try PropertyListSerialization.data(fromPropertyList: [String: Int](), format: .xml, options: 0)
+    #expect(XMLPropertyList.frame(empty) == .emptyDictionary)
+    let odd = #"<?xml version="1.0"?><plist version="1.0"><dict><key>&#65;</key><true/></dict></plist>"#
+    #expect(XMLPropertyList.frame(Data(odd.utf8)) == .notWhole, "a reference the glance does not read: parsed")
     #expect(!XMLPropertyList.hasWholeDictionaryFrame(Data((0..<600).map { UInt8(truncatingIfNeeded: $0 &* 31) })))
   }
 

@@ -98,8 +98,9 @@ struct SuiteFile: Sendable {
   enum Glance {
     case absent
     /// An XML property list whose frame is whole: it begins as a plist whose root is a dictionary and ends with
-    /// the dictionary's and the plist's closing tags. Not parsed.
-    case looksWhole
+    /// the dictionary's and the plist's closing tags. Not parsed. `firstKey`: the key the file names first (nil
+    /// for an empty dictionary), which a reader that parsed the file must have.
+    case looksWhole(firstKey: String?)
     /// Anything else: to be read in full (``settledRead()``).
     case needsReading
   }
@@ -110,7 +111,11 @@ struct SuiteFile: Sendable {
   /// binary parser can crash), and so is any file that is cut short, not XML, or whose root is not a dictionary.
   func glance() throws(SuiteFileProblem) -> Glance {
     guard let bytes = try Self.readChecked(path) else { return .absent }
-    return XMLPropertyList.hasWholeDictionaryFrame(bytes) ? .looksWhole : .needsReading
+    switch XMLPropertyList.frame(bytes) {
+    case .notWhole: return .needsReading
+    case .emptyDictionary: return .looksWhole(firstKey: nil)
+    case .dictionary(let firstKey): return .looksWhole(firstKey: firstKey)
+    }
   }
 
   /// A regular file's bytes, no larger than ``maximumSize``: nil when there is no file. A link is never followed

@@ -15,7 +15,8 @@ import Synchronization
 /// A save never leaves the file to corelibs alone. corelibs rewrites a plist in place (`O_TRUNC`, then `write`), so
 /// a crash in the middle leaves it empty or cut; and its in-memory domain stays "dirty" (each new key costs a scan
 /// of all unsaved ones) until one of its own saves succeeds. So a save, under the suite's lock:
-/// 1. reads the file with the strict reader and applies this process's unsaved keys to it;
+/// 1. applies this process's unsaved writes to the file's entries as this process last saved or parsed them (reading
+///    the file with the strict reader when another process changed it);
 /// 2. writes the result to `<suite>.plist.journal` and flushes it to disk;
 /// 3. lets corelibs save this one domain (`CFPreferencesSynchronize`), which empties its dirty list by rewriting
 ///    the plist in place; a crash now finds the journal, whole, at the next open;
@@ -69,17 +70,23 @@ final class SuiteFileRecord: Sendable {
     var changedElsewhere = false
   }
 
-  /// The first look at the file, before corelibs reads it: completes a journal a crash left, and checks the file.
-  /// An XML file whose frame is whole is not parsed here (``SuiteFile/glance()``): corelibs parses it next and
-  /// refuses bad XML without harm, and the full check runs before the first save could replace it, so a problem
-  /// in its middle is reported (and the file backed up) then.
+  /// The first look at the file, before corelibs reads it: completes a journal a crash left, checks the file, and has
+  /// corelibs load it, holding the suite's lock. An XML file whose frame is whole is not parsed here
+  /// (``SuiteFile/glance()``): parsing 10,000 keys cost more than opening the suite otherwise, and corelibs, which
+  /// parses it next, refuses bad XML without harm. If corelibs then lacks the key the file names first, it could not
+  /// parse the file: the full check runs at once, so the file is reported, and copied before anything could replace it.
   func open() -> DefaultsError? {
     do {
-      return try locked { () throws(SaveFailure) -> Check in
-        let check = try check(glancing: true)
+      return try locked { () throws(SaveFailure) -> DefaultsError? in
+        try recoverJournal()
+        if case .looksWhole(let firstKey)? = try? file.glance() {
+          loadDomain()
+          if firstKey.map(domainHas) ?? true { return nil }
+        }
+        let check = try check()
         loadDomain()
-        return check
-      }.issue
+        return check.issue
+      }
     } catch {
       return .saveFailed(path: file.path, reason: error.reason)
     }
@@ -111,14 +118,12 @@ final class SuiteFileRecord: Sendable {
   /// Checks the file if it changed since the last check. An unreadable one is reported and kept: copied beside
   /// the plist, or moved there when corelibs could crash or hang reading it. Call it holding the file's lock;
   /// announce the problem once the lock is released.
-  /// `glancing`: an XML file whose frame is whole counts as readable for now, and is checked in full next time.
-  private func check(glancing: Bool = false) throws(SaveFailure) -> Check {
+  private func check() throws(SaveFailure) -> Check {
     try recoverJournal()
     let stamp = file.stamp()
     let (checked, synced) = state.withLock { ($0.checked, $0.synced) }
     var result = Check(changedElsewhere: stamp != synced)
     guard stamp != checked else { return result }
-    if glancing, case .looksWhole? = try? file.glance() { return result }
     do throws(SuiteFileProblem) {
       result.domain = try file.settledRead()
       // Known only if no writer that takes no lock changed the file while it was read.
@@ -190,19 +195,35 @@ final class SuiteFileRecord: Sendable {
         // a crash never leaves a journal older than the plist.
         do {
           try SuiteFile.replaceAtomically(journal, with: written)
+          try SuiteFile.move(journal, over: file.path, flushing: false)
         } catch {
-          // No room for another copy: the journal as it is (this save's keys, whole) becomes the plist; the
-          // extra keys stay in corelibs' memory, and corelibs' own file had them until this rename.
+          // No room for another copy: corelibs' file, which was just read back whole, stays; the journal, which
+          // lacks what corelibs holds beyond it, goes.
+          unlink(journal)
         }
-        try SuiteFile.move(journal, over: file.path, flushing: false)
         // corelibs' content, not parsed here: the next save copies corelibs' domain, or parses the file.
         entries = nil
       case .absent:
         unlink(journal)
         entries = nil
+      case .unreadable where corelibsSaved:
+        // corelibs saved, but its file cannot be read back (a writer that takes no lock is rewriting it, or it
+        // grew past the size limit): the journal takes corelibs' memory, which also holds writes made with plain
+        // `UserDefaults` in this process (its list of them was just emptied), when that fits the limit.
+        if let memory = try? SuiteFile.entries(defaults.persistentDomain(forName: file.domainName) ?? [:]) {
+          let replacement = SuiteFile.encode(memory)
+          if replacement.count <= SuiteFile.maximumSize,
+            (try? SuiteFile.replaceAtomically(journal, with: replacement)) != nil
+          {
+            entries = memory
+          }
+        }
+        try SuiteFile.move(journal, over: file.path, flushing: false)
       case .same, .unreadable:
         try SuiteFile.move(journal, over: file.path, flushing: false)
       }
+      // corelibs dropped its copy when it had nothing to save: it loads the file now, under the lock.
+      loadDomain()
       if corelibsSaved || !check.changedElsewhere {
         markSynced(entries: entries)
       } else {
@@ -299,6 +320,15 @@ final class SuiteFileRecord: Sendable {
   private func loadDomain() {
     #if os(Linux)
       _ = CorelibsPreferences.value(forKey: "ReactiveDefaults.load", domain: isStandardDomain ? nil : file.domainName)
+    #endif
+  }
+
+  /// Whether corelibs' copy of the suite's own domain has `key`.
+  private func domainHas(_ key: String) -> Bool {
+    #if os(Linux)
+      CorelibsPreferences.value(forKey: key, domain: isStandardDomain ? nil : file.domainName) != nil
+    #else
+      true
     #endif
   }
 

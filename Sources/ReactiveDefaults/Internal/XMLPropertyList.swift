@@ -30,13 +30,22 @@ enum XMLPropertyList {
     return Data(writer.bytes)
   }
 
+  /// What the frame of an XML property list says (``frame(_:)``).
+  enum Frame: Equatable {
+    /// Cut short, binary, not XML, or another root.
+    case notWhole
+    case emptyDictionary
+    /// A dictionary whose first key (as the file names it first) is this.
+    case dictionary(firstKey: String)
+  }
+
   /// Whether `bytes` look like a whole XML property list whose root is a dictionary, judged by its frame alone:
   /// after an optional byte-order mark and white space, `<?xml`; then, within the first kilobyte, `<plist`, its `>`,
-  /// white space and `<dict>` (or `<dict/>`); at the end, `</dict>` (or that `<dict/>`), white space and `</plist>`,
-  /// with white space after. A file cut short, binary, or holding another root fails; what lies between is not
-  /// looked at.
-  static func hasWholeDictionaryFrame(_ bytes: Data) -> Bool {
-    bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Bool in
+  /// white space and `<dict>` (or `<dict/>`), and for a dictionary a first `<key>`; at the end, `</dict>` (or that
+  /// `<dict/>`), white space and `</plist>`, with white space after. A file cut short, binary, or holding another root
+  /// is `notWhole`; what lies between is not looked at.
+  static func frame(_ bytes: Data) -> Frame {
+    bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Frame in
       let bytes = buffer.bindMemory(to: UInt8.self)
       func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
       func matches(_ text: StaticString, at index: Int) -> Bool {
@@ -47,24 +56,61 @@ enum XMLPropertyList {
       var start = 0
       if matches("\u{FEFF}", at: 0) { start = 3 }
       while start < bytes.count, isSpace(bytes[start]) { start += 1 }
-      guard matches("<?xml", at: start) else { return false }
+      guard matches("<?xml", at: start) else { return .notWhole }
       // The opening: `<plist`, then its `>`, then the root.
       let searchEnd = min(bytes.count, start + 1024)
-      guard var index = (start..<searchEnd).first(where: { matches("<plist", at: $0) }) else { return false }
+      guard var index = (start..<searchEnd).first(where: { matches("<plist", at: $0) }) else { return .notWhole }
       while index < searchEnd, bytes[index] != UInt8(ascii: ">") { index += 1 }
       index += 1
       while index < bytes.count, isSpace(bytes[index]) { index += 1 }
       let emptyRoot = matches("<dict/>", at: index)
-      guard emptyRoot || matches("<dict>", at: index) else { return false }
+      guard emptyRoot || matches("<dict>", at: index) else { return .notWhole }
       let rootEnd = index + (emptyRoot ? 7 : 6)
       // The closing: `</plist>`, and before it the root's end.
       var end = bytes.count
       while end > rootEnd, isSpace(bytes[end - 1]) { end -= 1 }
       end -= 8
-      guard end >= rootEnd, matches("</plist>", at: end) else { return false }
+      guard end >= rootEnd, matches("</plist>", at: end) else { return .notWhole }
       while end > rootEnd, isSpace(bytes[end - 1]) { end -= 1 }
-      return emptyRoot ? end == rootEnd : end - 7 >= rootEnd && matches("</dict>", at: end - 7)
+      if emptyRoot { return end == rootEnd ? .emptyDictionary : .notWhole }
+      guard end - 7 >= rootEnd, matches("</dict>", at: end - 7) else { return .notWhole }
+      if end - 7 == rootEnd { return .emptyDictionary }
+      // The first key: `<key>`, text without markup, `</key>`.
+      var keyStart = rootEnd
+      while keyStart < end, isSpace(bytes[keyStart]) { keyStart += 1 }
+      guard matches("<key>", at: keyStart) else { return .notWhole }
+      keyStart += 5
+      var keyEnd = keyStart
+      while keyEnd < end, bytes[keyEnd] != UInt8(ascii: "<") { keyEnd += 1 }
+      guard matches("</key>", at: keyEnd),
+        let raw = String(validating: UnsafeBufferPointer(rebasing: bytes[keyStart..<keyEnd]), as: UTF8.self),
+        let key = unescaped(raw)
+      else { return .notWhole }
+      return .dictionary(firstKey: key)
     }
+  }
+
+  /// Whether `bytes` have the frame of a whole XML property list whose root is a dictionary (``frame(_:)``).
+  static func hasWholeDictionaryFrame(_ bytes: Data) -> Bool {
+    frame(bytes) != .notWhole
+  }
+
+  /// XML text with its five named entities replaced; nil when it holds any other reference.
+  private static func unescaped(_ text: String) -> String? {
+    guard text.contains("&") else { return text }
+    var result = ""
+    var rest = Substring(text)
+    while let ampersand = rest.firstIndex(of: "&") {
+      result += rest[..<ampersand]
+      rest = rest[ampersand...]
+      guard
+        let entity = [("&amp;", "&"), ("&lt;", "<"), ("&gt;", ">"), ("&quot;", "\""), ("&apos;", "'")]
+          .first(where: { rest.hasPrefix($0.0) })
+      else { return nil }
+      result += entity.1
+      rest = rest.dropFirst(entity.0.count)
+    }
+    return result + rest
   }
 
   /// Whether `a` sorts before `b` by UTF-16 code units, CoreFoundation's order of keys, compared on UTF-8 bytes
