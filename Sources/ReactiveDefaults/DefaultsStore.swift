@@ -219,12 +219,16 @@ public final class DefaultsStore: Sendable {
     hub.write(.remove, forKey: key.name)
   }
 
-  /// Re-reads the observed keys and notifies the observers of those that changed behind the library's back
-  /// (for example through a plain `UserDefaults` call). Keys nobody observes are not read. (It does not reload the
-  /// file: corelibs' copy in memory is what a plain `UserDefaults` call changed. Another process's save is
-  /// reloaded when its file event arrives.)
+  /// Brings reads and observers up to date with the suite at once: when it returns, they reflect every save another
+  /// process completed before the call, and every plain `UserDefaults` write of this process.
+  ///
+  /// On Linux the suite's file is reloaded if it is not as this process last saved or loaded it (another process's
+  /// save arrives on its own within milliseconds too, through the folder watch; `refresh()` makes it hold now). Then
+  /// the observed keys are re-read and the observers of those that changed are told: this is how a plain
+  /// `UserDefaults.set` in this process, which posts nothing on Linux, reaches observers. Keys nobody observes are
+  /// not read.
   public func refresh() {
-    hub.refresh()
+    hub.reload()
   }
 
   /// Saves pending writes to disk now; a failure goes to ``issueHandler`` (use ``save()`` to handle it here).

@@ -5,7 +5,7 @@
 //   rdefaults-test-helper noflush DOMAIN KEY INT  write, print "written", wait (the coalesced save must land)
 //   rdefaults-test-helper write DOMAIN KEY INT    write, print the write's time (ns since boot), exit
 //   rdefaults-test-helper exit DOMAIN KEY INT     write, exit at once (the save at exit must keep it)
-//   rdefaults-test-helper fds DOMAIN KEY INT      print descriptor counts before, during and after observing
+//   rdefaults-test-helper fds DOMAIN KEY INT      print descriptor counts before, while and after other suites are open
 //   rdefaults-test-helper sweep DOMAIN OTHER      write k=1 to both, print "written", flush DOMAIN only, print "flushed"
 //   rdefaults-test-helper churn DOMAIN N          fill k0..k<N-1> (once), print "ready", then save changes forever
 //   rdefaults-test-helper count DOMAIN            print how many keys the domain has, opened through the library
@@ -94,6 +94,27 @@ case (5, "stall"):
     say("inside")
     while true { pause() }  // until killed
   }
+case (5, "fds"):
+  // Counts this process's descriptors with no store open (a warm-up store opened and released first: Foundation and
+  // Dispatch open descriptors of their own lazily on first use), with stores of the suite open and observed, and
+  // after the last of them is released. Every write is saved first: a save holds descriptors while it runs.
+  let key = DefaultsKey<Int>(arguments[3], default: 0)
+  func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }
+  func openObserveAndRelease(_ name: String) -> Int {
+    var stores = (0..<3).compactMap { _ in DefaultsStore(suiteName: name) }
+    stores[0][key] = 1
+    stores[0].flush()
+    let tokens = stores.map { $0.property(key).observe { _ in } }
+    let during = descriptors()
+    for token in tokens { token.cancel() }
+    stores.removeAll()
+    return during
+  }
+  _ = openObserveAndRelease(arguments[2] + ".warm")
+  let before = descriptors()
+  let during = openObserveAndRelease(arguments[2])
+  say("\(before) \(during) \(descriptors())")
+  exit(0)
 case (3, "migrate"):
   guard let store = DefaultsStore(suiteName: arguments[2]) else { exit(64) }
   let runs = DefaultsKey<Int>("runs", default: 0)
@@ -173,7 +194,7 @@ if arguments.count == 4, arguments[1] == "sweep" {
 }
 guard arguments.count == 5, let store = DefaultsStore(suiteName: arguments[2]), let value = Int(arguments[4]) else {
   FileHandle.standardError.write(
-    Data("usage: rdefaults-test-helper flush|noflush|exit|write|fds DOMAIN KEY INT\n".utf8))
+    Data("usage: rdefaults-test-helper flush|noflush|exit|write DOMAIN KEY INT\n".utf8))
   exit(64)
 }
 let key = DefaultsKey<Int>(arguments[3], default: 0)
@@ -184,19 +205,6 @@ case "flush":
   say("ready")
 case "noflush":
   say("written")
-case "fds":
-  // Counts this process's descriptors before observing, while observing, and after the last token ends. The write
-  // is saved first: a background save holds descriptors of its own (the lock, the journal) while it runs.
-  store.flush()
-  func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }
-  // One warm-up cycle first: Foundation and Dispatch open descriptors of their own lazily on first use.
-  store.property(key).observe { _ in }.cancel()
-  let before = descriptors()
-  let tokens = (0..<3).map { _ in store.property(key).observe { _ in } }
-  let during = descriptors()
-  for token in tokens { token.cancel() }
-  say("\(before) \(during) \(descriptors())")
-  exit(0)
 case "exit":
   // A normal exit right after the write, before the coalesced save: the save at exit must keep it.
   exit(0)

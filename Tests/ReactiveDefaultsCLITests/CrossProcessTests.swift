@@ -158,7 +158,9 @@ private func withSuite(_ body: (String, DefaultsStore) async throws -> Void) asy
     }
   }
 
-  @Test func theWatcherStopsWithTheLastObserver() async throws {
+  /// Every open suite is watched, observed or not (reads follow the file); the folder's watcher stops with the last
+  /// store of the folder.
+  @Test func theWatcherStopsWithTheLastStore() async throws {
     // In a child process, so that no parallel test opens descriptors meanwhile.
     let result = try await runTool(["fds", "dom", "k", "0"], config: makeConfigFolder(), tool: "rdefaults-test-helper")
     let counts = result.output.split(separator: " ").compactMap {
@@ -166,8 +168,8 @@ private func withSuite(_ body: (String, DefaultsStore) async throws -> Void) asy
     }
     #expect(counts.count == 3, "\(result.output) \(result.error)")
     if counts.count == 3 {
-      #expect(counts[1] > counts[0], "the watcher opens descriptors while observed")
-      #expect(counts[2] == counts[0], "and closes every one of them with the last observer")
+      #expect(counts[1] > counts[0], "the watcher opens descriptors while a store is open")
+      #expect(counts[2] == counts[0], "and closes every one of them with the last store")
     }
   }
 }

@@ -56,8 +56,6 @@ final class ChangeHub: Sendable {
       var fanout: Fanout?
       /// The version to hand the new receiver.
       var version: UInt64
-      /// The hub's first receiver: start watching the suite.
-      var firstOfHub: Bool
       /// The key's first receiver: storage starts reporting the key.
       var firstOfKey: Bool
     }
@@ -72,21 +70,21 @@ final class ChangeHub: Sendable {
       }
       keys[key]!.receivers[ObjectIdentifier(receiver)] = receiver
       receiverCount += 1
-      return Added(fanout: fanout, version: keys[key]!.version, firstOfHub: receiverCount == 1, firstOfKey: firstOfKey)
+      return Added(fanout: fanout, version: keys[key]!.version, firstOfKey: firstOfKey)
     }
 
     /// Removes a receiver (and the key's entry with its last one); returns it, to be released after the lock,
-    /// and whether the hub has no receiver left.
+    /// and whether it was the key's last.
     mutating func remove(_ receiver: any ChangeReceiver, forKey key: String) -> (
-      removed: (any ChangeReceiver)?, lastOfHub: Bool, lastOfKey: Bool
+      removed: (any ChangeReceiver)?, lastOfKey: Bool
     ) {
       guard let removed = keys[key]?.receivers.removeValue(forKey: ObjectIdentifier(receiver)) else {
-        return (nil, false, false)
+        return (nil, false)
       }
       let lastOfKey = keys[key]?.receivers.isEmpty == true
       if lastOfKey { keys[key] = nil }
       receiverCount -= 1
-      return (removed, receiverCount == 0, lastOfKey)
+      return (removed, lastOfKey)
     }
   }
 
@@ -262,7 +260,8 @@ final class ChangeHub: Sendable {
     persistence?.saveReportingFailure()
   }
 
-  /// Reloads the suite from disk where the library handles the file, and tells the observers of changed keys.
+  /// Reloads the suite from disk where the library handles the file and it changed since this process last saved or
+  /// loaded it, then re-reads the observed keys and tells the observers of those that changed.
   func reload() {
     if let persistence { persistence.reload() } else { refresh() }
   }
@@ -293,7 +292,6 @@ final class ChangeHub: Sendable {
       let current = storage.value(forKey: key)
       return (current, state.add(receiver, forKey: key, current: current))
     }
-    if added.firstOfHub { persistence?.updateWatching { observerCount > 0 } }
     if added.firstOfKey { storage.keyObservation(key, changedBy: 1) }
     added.fanout?.deliver()
     receiver.receive(current, version: added.version, notify: initial)
@@ -301,11 +299,10 @@ final class ChangeHub: Sendable {
 
   /// Removes a receiver; the key's entry goes with its last receiver.
   func remove(_ receiver: any ChangeReceiver, forKey key: String) {
-    let (removed, lastOfHub, lastOfKey) = state.withLock { $0.remove(receiver, forKey: key) }
+    let (removed, lastOfKey) = state.withLock { $0.remove(receiver, forKey: key) }
     // Released after the lock, in case it is the last reference to something heavier.
     withExtendedLifetime(removed) {}
     if lastOfKey { storage.keyObservation(key, changedBy: -1) }
-    if lastOfHub { persistence?.updateWatching { observerCount > 0 } }
   }
 
   /// The number of changes recorded so far (for tests: a write that changes nothing does not count).

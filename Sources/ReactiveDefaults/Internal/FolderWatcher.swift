@@ -128,14 +128,27 @@
         pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
         pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0),
       ]
+      // The thread ends only when told to (the last subscription ended): while it is registered, subscribers count
+      // on it. An unexpected failure of poll or read is waited out (on the wake pipe, so stopping stays prompt), and
+      // every subscriber is told then, since events may have been lost.
+      var failed = false
       while true {
-        guard poll(&descriptors, 2, -1) >= 0 || errno == EINTR else { return }
+        if failed {
+          failed = false
+          var wake = [descriptors[1]]
+          if poll(&wake, 1, 100) > 0 { return }
+          tellEverySubscriber()
+        }
+        guard poll(&descriptors, 2, -1) >= 0 else {
+          failed = errno != EINTR
+          continue
+        }
         if descriptors[1].revents != 0 { return }
         guard descriptors[0].revents != 0 else { continue }
         let count = read(inotify, buffer, bufferSize)
         guard count > 0 else {
-          if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
-          return
+          failed = !(count < 0 && (errno == EINTR || errno == EAGAIN))
+          continue
         }
         var changed = Set<String>()
         var everyFile = false
@@ -162,10 +175,17 @@
             everyFile = watches.ancestorChanged(inotify) || everyFile
           }
         }
-        if everyFile { changed = Set(state.withLock { $0.subscribers.keys }) }
-        let handlers = state.withLock { state in changed.flatMap { state.subscribers[$0]?.values ?? [:].values } }
-        for handler in handlers { handler() }
+        if everyFile {
+          tellEverySubscriber()
+        } else {
+          let handlers = state.withLock { state in changed.flatMap { state.subscribers[$0]?.values ?? [:].values } }
+          for handler in handlers { handler() }
+        }
       }
+    }
+
+    private func tellEverySubscriber() {
+      for handler in state.withLock({ $0.subscribers.values.flatMap(\.values) }) { handler() }
     }
   }
 

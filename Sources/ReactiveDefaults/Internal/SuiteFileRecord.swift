@@ -32,8 +32,8 @@ final class SuiteFileRecord: Sendable {
   private struct State {
     /// The file's stamp when last checked for problems: the same file is not checked (or reported) twice.
     var checked: SuiteFile.Stamp?
-    /// The file's stamp when this process last saved or loaded it: the suite in memory is this file.
-    var synced: SuiteFile.Stamp?
+    /// What the suite in memory is, as far as this process knows.
+    var memory = Memory.untrusted
     /// What was found so far, replayed to each store that sets an issue handler.
     var found: [DefaultsError] = []
     /// The keys and values of the file as this process last saved or parsed it, and the file's stamp then: a save
@@ -45,6 +45,25 @@ final class SuiteFileRecord: Sendable {
     func entries(at stamp: SuiteFile.Stamp?) -> [String: PropertyListValue]? {
       guard let known, known.stamp == stamp else { return nil }
       return known.entries
+    }
+  }
+
+  /// What corelibs' copy of the suite is.
+  enum Memory: Equatable {
+    /// Unknown, or known to miss something: the next reload or edit must reload.
+    case untrusted
+    /// The file as it was missing: no file, loaded as an empty domain.
+    case absent
+    /// The file at this stamp, as this process last saved or loaded it.
+    case loaded(SuiteFile.Stamp)
+
+    /// Whether memory is the file whose stamp is `stamp` (nil: no file).
+    func isFile(_ stamp: SuiteFile.Stamp?) -> Bool {
+      switch (self, stamp) {
+      case (.absent, nil): true
+      case (.loaded(let synced), let stamp?): synced == stamp
+      default: false
+      }
     }
   }
 
@@ -70,21 +89,34 @@ final class SuiteFileRecord: Sendable {
     var changedElsewhere = false
   }
 
-  /// The first look at the file, before corelibs reads it: completes a journal a crash left, checks the file, and has
-  /// corelibs load it, holding the suite's lock. An XML file whose frame is whole is not parsed here
-  /// (``SuiteFile/glance()``): parsing 10,000 keys cost more than opening the suite otherwise, and corelibs, which
-  /// parses it next, refuses bad XML without harm. If corelibs then lacks the key the file names first, it could not
-  /// parse the file: the full check runs at once, so the file is reported, and copied before anything could replace it.
+  /// The first look at the file, before corelibs reads it: completes a journal a crash left, checks the file, and
+  /// makes corelibs' copy the file (``loadFreshCopy()``: corelibs may hold an older copy from an earlier store of
+  /// the suite, or from a plain `UserDefaults`), holding the suite's lock. An XML file whose frame is whole is not
+  /// parsed here (``SuiteFile/glance()``): parsing 10,000 keys cost more than opening the suite otherwise, and
+  /// corelibs, which parses it next, refuses bad XML without harm. If corelibs' fresh copy then lacks the key the file
+  /// names first, corelibs could not parse the file: the full check runs at once, so the file is reported, and copied
+  /// before anything could replace it.
+  ///
+  /// With no file (and no journal), nothing is created: corelibs' copy is only dropped, so that it reads as the
+  /// missing file does.
   func open() -> DefaultsError? {
+    guard file.stamp() != nil || file.journalState() != .absent else {
+      // Not re-stamped after the load: a file created meanwhile is an event, and its reload finds memory stale.
+      if loadFreshCopy() { state.withLock { $0.memory = .absent } }
+      return nil
+    }
     do {
       return try locked { () throws(SaveFailure) -> DefaultsError? in
         try recoverJournal()
         if case .looksWhole(let firstKey)? = try? file.glance() {
-          loadDomain()
-          if firstKey.map(domainHas) ?? true { return nil }
+          let fresh = loadFreshCopy()
+          if firstKey.map(domainHas) ?? true {
+            if fresh { markSynced() }
+            return nil
+          }
         }
         let check = try check()
-        loadDomain()
+        if loadFreshCopy() && check.issue == nil { markSynced(entries: check.domain?.entries) }
         return check.issue
       }
     } catch {
@@ -121,8 +153,8 @@ final class SuiteFileRecord: Sendable {
   private func check() throws(SaveFailure) -> Check {
     try recoverJournal()
     let stamp = file.stamp()
-    let (checked, synced) = state.withLock { ($0.checked, $0.synced) }
-    var result = Check(changedElsewhere: stamp != synced)
+    let (checked, memory) = state.withLock { ($0.checked, $0.memory) }
+    var result = Check(changedElsewhere: !memory.isFile(stamp))
     guard stamp != checked else { return result }
     do throws(SuiteFileProblem) {
       result.domain = try file.settledRead()
@@ -222,13 +254,14 @@ final class SuiteFileRecord: Sendable {
       case .same, .unreadable:
         try SuiteFile.move(journal, over: file.path, flushing: false)
       }
-      // corelibs dropped its copy when it had nothing to save: it loads the file now, under the lock.
-      loadDomain()
+      // corelibs dropped its copy when it had nothing to save: it loads the file now, under the lock. When its save
+      // merged another process's changes, a merged view built from its older copy during the save must go too.
+      if corelibsSaved && check.changedElsewhere { loadFreshCopy() } else { loadDomain() }
       if corelibsSaved || !check.changedElsewhere {
         markSynced(entries: entries)
       } else {
         // corelibs kept its copy, which lacks the other process's changes: the next edit or reload must not trust it.
-        state.withLock { $0.synced = nil }
+        state.withLock { $0.memory = .untrusted }
       }
       return SaveOutcome(issue: check.issue, changedElsewhere: check.changedElsewhere)
     }
@@ -270,11 +303,10 @@ final class SuiteFileRecord: Sendable {
       try SuiteFile.writeNewFile(file.journalPath, bytes)
       try SuiteFile.move(file.journalPath, over: file.path)
       // Committed. Until corelibs drops its copy, reads give the values from before, never a mix.
-      guard synchronizeDomain() else {
-        state.withLock { $0.synced = nil }
+      guard loadFreshCopy() else {
+        state.withLock { $0.memory = .untrusted }
         throw SaveFailure("the file was saved, but Foundation's copy of the suite could not be reloaded")
       }
-      loadDomain()
       markSynced(entries: domain)
       return check.issue
     }
@@ -296,7 +328,9 @@ final class SuiteFileRecord: Sendable {
     try locked { () throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) in
       let check = try check()
       guard dropCache() else { return (check.issue, false) }
-      loadDomain()
+      // The first drop invalidated corelibs' merged view before it dropped the copy; drop and load once more so
+      // that no view built in between from the older copy survives (see ``loadFreshCopy()``).
+      guard loadFreshCopy() else { return (check.issue, false) }
       markSynced()
       return (check.issue, true)
     }
@@ -323,6 +357,21 @@ final class SuiteFileRecord: Sendable {
     #endif
   }
 
+  /// Makes corelibs' copy of the domain the file as it is now, and every merged view of it too (call it holding the
+  /// suite's lock, with nothing unsaved in corelibs: else corelibs saves it first).
+  ///
+  /// `CFPreferencesSynchronize` marks the merged views (what `UserDefaults.object(forKey:)` reads) stale *before* it
+  /// drops the domain's copy: a read on another thread in between rebuilds a view from the old copy, and that view
+  /// then outlives the reload, until the next change. So the drop runs twice: a view built in the first one's window
+  /// is marked stale by the second, and one built in the second's is built from a copy loaded from the file.
+  /// Returns false when corelibs could not save what it held (its copy then stays as it was).
+  @discardableResult
+  func loadFreshCopy() -> Bool {
+    guard synchronizeDomain(), synchronizeDomain() else { return false }
+    loadDomain()
+    return true
+  }
+
   /// Whether corelibs' copy of the suite's own domain has `key`.
   private func domainHas(_ key: String) -> Bool {
     #if os(Linux)
@@ -339,7 +388,7 @@ final class SuiteFileRecord: Sendable {
     savedFileSize.store(Int(stamp?.size ?? 0), ordering: .relaxed)
     state.withLock { state in
       state.checked = stamp
-      state.synced = stamp
+      state.memory = stamp.map(Memory.loaded) ?? .absent
       if let entries, let stamp { state.known = (stamp, entries) }
     }
   }
@@ -347,7 +396,7 @@ final class SuiteFileRecord: Sendable {
   /// Whether the file is as this process last saved or loaded it (a file event was our own save).
   var isSynced: Bool {
     let stamp = file.stamp()
-    return state.withLock { $0.synced == stamp && $0.synced != nil }
+    return state.withLock { $0.memory.isFile(stamp) }
   }
 
   /// The file problems found so far (most recent last, at most 16).

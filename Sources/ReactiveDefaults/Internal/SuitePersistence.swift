@@ -34,9 +34,11 @@ final class SuitePersistence: Sendable {
     /// Saves that took their keys and have not finished: their keys are still in corelibs' dirty list.
     var savesInProgress = 0
     var saveScheduled = false
-    /// A reload runs (started by a file event); events meanwhile ask for one more after it.
-    var reloading = false
-    var reloadAgain = false
+    /// Reloads started by file events; events meanwhile ask for one more after the running one.
+    var reloads = ReloadPhase.idle
+    /// The tools' watchers of the whole file (``watchFile(_:)``).
+    var fileWatchers: [UInt64: @Sendable () -> Void] = [:]
+    var nextFileWatcherID: UInt64 = 0
     var hooks: Hooks?
 
     mutating func wrote(_ key: String, _ value: PropertyListValue?, saveAfter maximum: Int) -> WriteAction {
@@ -79,12 +81,20 @@ final class SuitePersistence: Sendable {
   init(defaults: UserDefaults, domainName: String, isStandard: Bool) {
     self.defaults = SendableDefaults(instance: defaults)
     record = SuiteFileRecord(file: SuiteFile(suiteName: domainName), isStandardDomain: isStandard)
-    // Before corelibs reads the file: complete a save a crash interrupted, and check the file (an unreadable one
-    // is kept aside before any save could replace it; one corelibs could crash or hang on is moved away). Only
-    // when there is a file: opening a suite that does not exist creates nothing.
-    if record.file.stamp() != nil || record.file.journalState() != .absent {
-      _ = record.open()  // a problem is kept in the record's found issues, replayed to each issue handler
-    }
+    #if os(Linux)
+      // Watched from the start, for as long as the suite is open, observed or not: reads follow the file. The watch
+      // begins before corelibs loads the file, so a save that completes after the load is an event.
+      let file = record.file
+      watch.withLock { subscription in
+        subscription = FolderWatcher.subscribe(folder: file.folder, fileName: file.fileName) { [weak self] in
+          self?.fileChanged()
+        }
+      }
+    #endif
+    // Before corelibs reads the file: complete a save a crash interrupted, check the file (an unreadable one is kept
+    // aside before any save could replace it; one corelibs could crash or hang on is moved away), and make corelibs'
+    // copy the file, not an older copy it may hold. Opening a suite that does not exist creates nothing.
+    _ = record.open()  // a problem is kept in the record's found issues, replayed to each issue handler
   }
 
   deinit {
@@ -299,23 +309,35 @@ final class SuitePersistence: Sendable {
 
   // MARK: Reloading and watching
 
-  /// Reloads the suite from disk and tells the hub, which notifies the observers of keys that changed.
+  /// Reloads the suite from disk if the file is not as this process last saved or loaded it, then has the hub re-read
+  /// its observed keys and tell their observers (``refresh()``: also what a plain `UserDefaults` write changed).
   func reload() {
+    reload(refreshingAnyway: true)
+  }
+
+  /// ``reload()``; with `refreshingAnyway == false` (a file event) the hub is told only when the suite was reloaded,
+  /// so that the events of this process's own saves cost a `stat`, not a re-read of every observed key.
+  private func reload(refreshingAnyway: Bool) {
     var findings = Findings()
-    // The hub re-reads its observed keys in any case (cheap: observed keys only).
-    findings.changedElsewhere = true
-    defer { act(on: findings) }
-    // The file is as this process last saved or read it (the event was our own save): nothing to reload. Without
-    // this, every save of a large domain paid for a reload and a refresh of every observed key.
+    findings.changedElsewhere = refreshingAnyway
+    defer {
+      act(on: findings)
+      if findings.changedElsewhere { notifyFileWatchers() }
+    }
+    // The file is as this process last saved or read it (the event was our own save): nothing to reload.
     if record.isSynced { return }
     // The folder is gone (removed while watched): nothing to lock or read. Writes of ours wait for it (the next
     // save creates it); else corelibs' copy is dropped.
     guard FileManager.default.fileExists(atPath: file.folder) else {
-      if hasPendingWrites || !record.synchronizeDomain() { perform(.scheduleSave) }
+      findings.changedElsewhere = true
+      if hasPendingWrites || !record.loadFreshCopy() { perform(.scheduleSave) }
       return
     }
     do {
       try record.locked { () throws(SaveFailure) in
+        // A save of ours may have finished while this waited for the lock.
+        if record.isSynced { return }
+        findings.changedElsewhere = true
         do throws(DefaultsError) {
           try reloadHoldingLock(&findings)
         } catch {
@@ -347,63 +369,67 @@ final class SuitePersistence: Sendable {
     if !reloaded.reloaded { try save(into: &findings) }
   }
 
-  /// Reloads at once on a file event (leading edge: another process's save reaches observers without a fixed
-  /// delay), and coalesces the events that arrive while that reload runs into one more reload after it.
+  /// Reloads at once on a file event (leading edge: another process's save reaches reads and observers without a
+  /// fixed delay), off the watcher's thread (a reload waits for the suite's lock, and the watcher serves every suite
+  /// of the folder), and coalesces the events that arrive while that reload runs into one more reload after it.
   private func fileChanged() {
-    let start = state.withLock { state in
-      if state.reloading {
-        state.reloadAgain = true
-        return false
-      }
-      state.reloading = true
-      return true
-    }
-    guard start else { return }
+    guard state.withLock({ $0.reloads.requested() }) else { return }
     DispatchQueue.global().async { [weak self] in
       guard let self else { return }
       repeat {
-        self.reload()
-      } while self.state.withLock { state in
-        defer { state.reloadAgain = false }
-        if !state.reloadAgain { state.reloading = false }
-        return state.reloadAgain
-      }
+        self.reload(refreshingAnyway: false)
+      } while self.state.withLock { $0.reloads.finished() }
     }
   }
 
-  /// Watches the suite's file while `wanted()` (the hub has observers), asked under the watch's lock, so that a
-  /// first observer arriving while the last one leaves never ends without a watch.
-  func updateWatching(_ wanted: () -> Bool) {
-    #if os(Linux)
-      let file = file
-      let ended = watch.withLock { subscription -> FolderWatcher.Subscription? in
-        let wanted = wanted()
-        if wanted && subscription == nil {
-          subscription = FolderWatcher.subscribe(folder: file.folder, fileName: file.fileName) { [weak self] in
-            self?.fileChanged()
-          }
-        } else if !wanted, let current = subscription {
-          subscription = nil
-          return current
-        }
-        return nil
-      }
-      ended?.cancel()
-    #endif
-  }
-
-  /// Calls `onChange` after each reload caused by a change of the file, until the returned token ends (tools
-  /// that watch a whole domain).
+  /// Calls `onChange` after each reload that found the file changed, until the returned token ends (tools that
+  /// watch a whole domain). nil where there is no file watching.
   func watchFile(_ onChange: @escaping @Sendable () -> Void) -> DefaultsObservation? {
     #if os(Linux)
-      let subscription = FolderWatcher.subscribe(folder: file.folder, fileName: file.fileName) { [weak self] in
-        self?.reload()
-        onChange()
+      let id = state.withLock { state in
+        state.nextFileWatcherID += 1
+        state.fileWatchers[state.nextFileWatcherID] = onChange
+        return state.nextFileWatcherID
       }
-      return subscription.map { subscription in DefaultsObservation { subscription.cancel() } }
+      return DefaultsObservation { [self] in _ = state.withLock { $0.fileWatchers.removeValue(forKey: id) } }
     #else
       return nil
     #endif
+  }
+
+  private func notifyFileWatchers() {
+    for onChange in state.withLock({ Array($0.fileWatchers.values) }) { onChange() }
+  }
+}
+
+/// The reloads a file event starts: none running, one running, or one running and another asked for meanwhile.
+enum ReloadPhase {
+  case idle
+  case running
+  case runningAgain
+
+  /// A file event: true when a reload must start (none runs).
+  mutating func requested() -> Bool {
+    switch self {
+    case .idle:
+      self = .running
+      return true
+    case .running, .runningAgain:
+      self = .runningAgain
+      return false
+    }
+  }
+
+  /// A reload finished: true when another must run.
+  mutating func finished() -> Bool {
+    switch self {
+    case .runningAgain:
+      self = .running
+      return true
+    case .idle, .running:
+      self = .idle
+      return false
+    }
   }
 }
 
