@@ -33,13 +33,17 @@ let package = Package(
     ),
     .target(name: "ReactiveDefaultsCLI", dependencies: ["ReactiveDefaults"]),
     .executableTarget(name: "rdefaults", dependencies: ["ReactiveDefaultsCLI"]),
-    // A second process for the durability tests; not a product.
-    .executableTarget(name: "rdefaults-test-helper", dependencies: ["ReactiveDefaults"]),
+    // A second process for the durability tests, and the randomized multi-process history checker; not a product.
+    .executableTarget(name: "rdefaults-test-helper", dependencies: ["ReactiveDefaults", "HistoryChecker"]),
+    // The history checker's plans and verdicts, pure (no I/O), so the tests can feed it histories; not a product.
+    .target(name: "HistoryChecker"),
     // What every test target waits with; not a product.
     .target(name: "TestSupport", path: "Tests/TestSupport"),
     .testTarget(
       name: "ReactiveDefaultsCLITests",
-      dependencies: ["ReactiveDefaultsCLI", "ReactiveDefaults", "rdefaults", "rdefaults-test-helper", "TestSupport"]
+      dependencies: [
+        "ReactiveDefaultsCLI", "ReactiveDefaults", "rdefaults", "rdefaults-test-helper", "TestSupport", "HistoryChecker",
+      ]
     ),
     // The article snippets, compiled: kept apart because they declare keys of their own.
     .testTarget(name: "DocumentationTests", dependencies: ["ReactiveDefaults"]),

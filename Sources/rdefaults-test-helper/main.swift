@@ -17,6 +17,9 @@
 //   rdefaults-test-helper stall DOMAIN KEY INT    edit: write KEY, print "inside", wait inside the body (to be killed)
 //   rdefaults-test-helper readloop DOMAIN N       read keys k0… in a tight loop until N changes of "round" arrived
 //                                                 (or 60 s passed); print "CHANGES READS ABSENT", exit
+//   rdefaults-test-helper check [--seeds A,B] [--histories N] [--seconds S] [--bound-ms M] [--first-seed N]
+//                                                 run randomized multi-process histories and check them (History.swift)
+//   rdefaults-test-helper worker PLAN INDEX       one worker of such a history
 //   rdefaults-test-helper migrate DOMAIN          on a line of input, migrate (a custom step counts its runs in the
 //                                                 key "runs", a rename moves "old" to "new"); print the steps applied
 import Dispatch
@@ -31,6 +34,8 @@ import Synchronization
 #endif
 
 let arguments = CommandLine.arguments
+if arguments.count >= 2 && arguments[1] == "check" { runChecker(Array(arguments.dropFirst(2))) }
+if arguments.count == 4 && arguments[1] == "worker" { runWorker(planPath: arguments[2], index: Int(arguments[3]) ?? 0) }
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 
 switch (arguments.count, arguments.dropFirst().first) {
@@ -110,10 +115,22 @@ case (5, "fds"):
     stores.removeAll()
     return during
   }
+  // A reload started by a file event holds the suite's persistence (and so its watch) until it ends, on a background
+  // thread: each count is taken once it is down to the one wanted, or after 2 s (Foundation and Dispatch keep what
+  // they opened lazily for the warm-up store, so the count before may stay above the count at the start).
+  func descriptors(downTo target: Int) -> Int {
+    var count = descriptors()
+    for _ in 0..<2000 where count > target {
+      usleep(1000)
+      count = descriptors()
+    }
+    return count
+  }
+  let start = descriptors()
   _ = openObserveAndRelease(arguments[2] + ".warm")
-  let before = descriptors()
+  let before = descriptors(downTo: start)
   let during = openObserveAndRelease(arguments[2])
-  say("\(before) \(during) \(descriptors())")
+  say("\(before) \(during) \(descriptors(downTo: before))")
   exit(0)
 case (3, "migrate"):
   guard let store = DefaultsStore(suiteName: arguments[2]) else { exit(64) }

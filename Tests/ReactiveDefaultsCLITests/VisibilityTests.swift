@@ -46,7 +46,8 @@ private func afterReloads(
       let key = DefaultsKey<Int>("count", default: 0)
       #expect(store[key] == 0)
       let workers = try (0..<4).map { _ in
-        try RunningTool(["increment", name, "count", "250"], config: processConfigFolder, tool: "rdefaults-test-helper")
+        try RunningTool(
+          ["increment", name, "count", "250"], config: processConfigFolder, tool: "rdefaults-test-helper")
       }
       for worker in workers { #expect(await worker.lines.wait { $0.contains("ready") }) }
       for worker in workers { worker.send("go") }
@@ -96,7 +97,8 @@ private func afterReloads(
           group.addTask {
             let store = try #require(DefaultsStore(suiteName: first))
             let seen = Recorder<Int>()
-            let token = store.observe(DefaultsKey<Int>("count", default: 0), DefaultsKey<Bool>("flag", default: false)) {
+            let token = store.observe(DefaultsKey<Int>("count", default: 0), DefaultsKey<Bool>("flag", default: false))
+            {
               count, _ in seen.append(count)
             }
             try await runTool(["write", first, "count", "-int", "\(round + 10)"], config: processConfigFolder)

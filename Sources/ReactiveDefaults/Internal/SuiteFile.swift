@@ -53,6 +53,11 @@ struct SuiteFile: Sendable {
 
   /// The stamp of the plist itself (a link is not followed), or nil when there is none.
   func stamp() -> Stamp? {
+    Self.stamp(of: path)
+  }
+
+  /// The stamp of the file at `path` (a link is not followed), or nil when there is none. A rename keeps it.
+  static func stamp(of path: String) -> Stamp? {
     var info = stat()
     guard lstat(path, &info) == 0 else { return nil }
     return Stamp(info)

@@ -109,14 +109,16 @@ final class SuiteFileRecord: Sendable {
       return try locked { () throws(SaveFailure) -> DefaultsError? in
         try recoverJournal()
         if case .looksWhole(let firstKey)? = try? file.glance() {
+          let stamp = file.stamp()
           let fresh = loadFreshCopy()
           if firstKey.map(domainHas) ?? true {
-            if fresh { markSynced() }
+            if fresh { markSynced(at: stamp) }
             return nil
           }
         }
         let check = try check()
-        if loadFreshCopy() && check.issue == nil { markSynced(entries: check.domain?.entries) }
+        let stamp = file.stamp()
+        if loadFreshCopy() && check.issue == nil { markSynced(at: stamp, entries: check.domain?.entries) }
         return check.issue
       }
     } catch {
@@ -221,17 +223,22 @@ final class SuiteFileRecord: Sendable {
       // halfway), or its file is unreadable, the journal replaces it.
       let corelibsSaved = synchronizeDomain()
       let saved = corelibsSaved ? SuiteFile.contentsAfterSave(file.path, expected: bytes) : .unreadable
+      // The stamp of what this save leaves: the journal's, taken before its rename (which keeps it), so that a writer
+      // taking no lock that replaces the file right after is a change, never mistaken for this save.
+      var savedStamp: SuiteFile.Stamp?
       switch saved {
       case .different(let written):
         // The journal takes corelibs' content (atomically), then is renamed over the plist: one commit point, so
         // a crash never leaves a journal older than the plist.
         do {
           try SuiteFile.replaceAtomically(journal, with: written)
+          savedStamp = SuiteFile.stamp(of: journal)
           try SuiteFile.move(journal, over: file.path, flushing: false)
         } catch {
           // No room for another copy: corelibs' file, which was just read back whole, stays; the journal, which
           // lacks what corelibs holds beyond it, goes.
           unlink(journal)
+          savedStamp = file.stamp()
         }
         // corelibs' content, not parsed here: the next save copies corelibs' domain, or parses the file.
         entries = nil
@@ -250,15 +257,17 @@ final class SuiteFileRecord: Sendable {
             entries = memory
           }
         }
+        savedStamp = SuiteFile.stamp(of: journal)
         try SuiteFile.move(journal, over: file.path, flushing: false)
       case .same, .unreadable:
+        savedStamp = SuiteFile.stamp(of: journal)
         try SuiteFile.move(journal, over: file.path, flushing: false)
       }
       // corelibs dropped its copy when it had nothing to save: it loads the file now, under the lock. When its save
       // merged another process's changes, a merged view built from its older copy during the save must go too.
       if corelibsSaved && check.changedElsewhere { loadFreshCopy() } else { loadDomain() }
       if corelibsSaved || !check.changedElsewhere {
-        markSynced(entries: entries)
+        markSynced(at: savedStamp, entries: entries)
       } else {
         // corelibs kept its copy, which lacks the other process's changes: the next edit or reload must not trust it.
         state.withLock { $0.memory = .untrusted }
@@ -301,13 +310,14 @@ final class SuiteFileRecord: Sendable {
       let bytes = SuiteFile.encode(domain)
       try Self.checkSize(bytes)
       try SuiteFile.writeNewFile(file.journalPath, bytes)
+      let savedStamp = SuiteFile.stamp(of: file.journalPath)
       try SuiteFile.move(file.journalPath, over: file.path)
       // Committed. Until corelibs drops its copy, reads give the values from before, never a mix.
       guard loadFreshCopy() else {
         state.withLock { $0.memory = .untrusted }
         throw SaveFailure("the file was saved, but Foundation's copy of the suite could not be reloaded")
       }
-      markSynced(entries: domain)
+      markSynced(at: savedStamp, entries: domain)
       return check.issue
     }
   }
@@ -328,10 +338,13 @@ final class SuiteFileRecord: Sendable {
     try locked { () throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) in
       let check = try check()
       guard dropCache() else { return (check.issue, false) }
+      // Stamped before the load: a writer that takes no lock and changes the file from now on is seen as a change
+      // at its event, never taken for the version loaded here.
+      let stamp = file.stamp()
       // The first drop invalidated corelibs' merged view before it dropped the copy; drop and load once more so
       // that no view built in between from the older copy survives (see ``loadFreshCopy()``).
       guard loadFreshCopy() else { return (check.issue, false) }
-      markSynced()
+      markSynced(at: stamp)
       return (check.issue, true)
     }
   }
@@ -340,9 +353,14 @@ final class SuiteFileRecord: Sendable {
   /// process, each in place). With nothing unsaved it writes nothing: it only drops its cached copy, so the
   /// next read loads the file.
   /// Returns false when corelibs' save failed: its dirty list is then as it was.
+  ///
+  /// A failure is tried once more: corelibs deletes the file of an emptied domain by checking that it exists, then
+  /// removing it, which fails when something else removed it in between; a second try finds no file and succeeds.
+  /// (A failed save leaves corelibs' dirty list as it was, so trying again is safe.)
   func synchronizeDomain() -> Bool {
     #if os(Linux)
-      CorelibsPreferences.synchronize(domain: isStandardDomain ? nil : file.domainName)
+      let domain = isStandardDomain ? nil : file.domainName
+      return CorelibsPreferences.synchronize(domain: domain) || CorelibsPreferences.synchronize(domain: domain)
     #else
       true
     #endif
@@ -381,10 +399,10 @@ final class SuiteFileRecord: Sendable {
     #endif
   }
 
-  /// Records that the suite in memory is the file as it is now (call it holding the file's lock), and that the file
-  /// holds `entries`, when this process wrote them.
-  private func markSynced(entries: [String: PropertyListValue]? = nil) {
-    let stamp = file.stamp()
+  /// Records that the suite in memory is the file whose stamp is `stamp` (nil: no file; call it holding the file's
+  /// lock), and that the file holds `entries`, when this process wrote them. The stamp is taken before corelibs
+  /// loads the file, never after: a change in between then reads as a change.
+  private func markSynced(at stamp: SuiteFile.Stamp?, entries: [String: PropertyListValue]? = nil) {
     savedFileSize.store(Int(stamp?.size ?? 0), ordering: .relaxed)
     state.withLock { state in
       state.checked = stamp
