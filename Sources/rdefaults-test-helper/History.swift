@@ -4,7 +4,6 @@ import Dispatch
 import Foundation
 import HistoryChecker
 import ReactiveDefaults
-import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -19,9 +18,24 @@ func monotonicNow() -> UInt64 {
   return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }
 
+/// A value behind an `NSLock`: a pthread mutex, which ThreadSanitizer understands (on Linux it cannot see
+/// `Synchronization.Mutex`, and the helper runs under the sanitizer in CI).
+final class Guarded<Value>: @unchecked Sendable {  // `value` is only touched under `lock`
+  private let lock = NSLock()
+  private var value: Value
+
+  init(_ value: Value) { self.value = value }
+
+  func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+    lock.lock()
+    defer { lock.unlock() }
+    return try body(&value)
+  }
+}
+
 /// Writes one JSON line to standard output at once (a killed worker leaves every line it logged).
 final class EventLog: Sendable {
-  private let lock = Mutex(())
+  private let lock = Guarded(())
   let worker: Int
 
   init(worker: Int) { self.worker = worker }
@@ -99,9 +113,9 @@ func runWorker(planPath: String, index: Int) -> Never {
     let id: Int
     let suite: String
     let key: String
-    let last = Mutex<Int?>(nil)
+    let last = Guarded<Int?>(nil)
     let changed = DispatchSemaphore(value: 0)
-    let token = Mutex<DefaultsObservation?>(nil)
+    let token = Guarded<DefaultsObservation?>(nil)
     init(id: Int, suite: String, key: String) {
       self.id = id
       self.suite = suite
@@ -267,7 +281,7 @@ func runWorker(planPath: String, index: Int) -> Never {
 
 /// Lines printed by a process, split as its output arrives.
 final class LineBuffer: Sendable {
-  private let state = Mutex<(lines: [String], partial: Data)>(([], Data()))
+  private let state = Guarded<(lines: [String], partial: Data)>(([], Data()))
   let changed = DispatchSemaphore(value: 0)
 
   var lines: [String] { state.withLock { $0.lines } }
@@ -364,7 +378,7 @@ func runHistory(_ plan: HistoryPlan, bound: UInt64, keepFolder: Bool = false) ->
   let limit = DispatchTime.now() + .seconds(120)
   // Kills, each on a thread of its own: once the worker has begun the operation, after the delay.
   let killGroup = DispatchGroup()
-  let killEvents = Mutex<[HistoryEvent]>([])
+  let killEvents = Guarded<[HistoryEvent]>([])
   for kill in plan.kills where kill.worker < workers.count {
     let worker = workers[kill.worker]
     killGroup.enter()

@@ -66,7 +66,9 @@ private func keyCount(ofPlistAt path: String) throws -> Int {
     await writer.kill(SIGKILL)
     let figures = (reader.lines.lines.last ?? "").split(separator: " ").compactMap { Int($0) }
     try #require(figures.count == 3, "\(reader.lines.lines)")
-    #expect(figures[0] >= 50, "the reader saw \(figures[0]) of the writer's saves")
+    // The reader stops after 50 saves or 60 s, whichever comes first: how many saves fit depends on the machine's
+    // speed (35 under the thread sanitizer), so only enough of them to matter is required.
+    #expect(figures[0] >= 5, "the reader saw \(figures[0]) of the writer's saves")
     #expect(figures[2] == 0, "\(figures[2]) of \(figures[1]) reads found a key absent")
     await reader.kill(SIGKILL)
   }

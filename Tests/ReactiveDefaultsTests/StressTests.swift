@@ -35,7 +35,7 @@ private final class Watcher: Sendable {
   }
 }
 
-@Suite(.timeLimit(.minutes(5))) struct StressTests {
+@Suite(.timeLimit(.minutes(10))) struct StressTests {
   /// Operations per task; `STRESS_OPERATIONS` lowers it for slow runs (the thread sanitizer's).
   static let operationsPerTask = ProcessInfo.processInfo.environment["STRESS_OPERATIONS"].flatMap(Int.init) ?? 20_000
   static let tasks = 8

@@ -1,6 +1,16 @@
 import Dispatch
 import Foundation
 
+/// How much longer every wait of the tests may take before it counts as a failure: `TEST_TIMEOUT_SCALE`, for runs
+/// that are slow as a whole (the whole suite under the thread sanitizer, where every test runs several times slower
+/// and the few threads Swift's tasks share are busy for longer). A timeout is a failure bound, never a delay: a wait
+/// ends as soon as its event happens.
+public let timeoutScale: Double = {
+  guard let text = ProcessInfo.processInfo.environment["TEST_TIMEOUT_SCALE"], let scale = Double(text), scale >= 1
+  else { return 1 }
+  return scale
+}()
+
 /// Collects values from any thread and lets a test wait for a condition on them, bounded by a timeout: the one
 /// way the tests wait for an event (no sleeping, no polling).
 ///
@@ -45,10 +55,11 @@ public final class Recorder<Element: Sendable>: @unchecked Sendable {  // every 
     for waiter in ready { waiter.continuation.resume(returning: true) }
   }
 
-  /// Waits until `predicate` holds for the values seen so far; false if it did not within `timeout` seconds.
-  /// The waiting task is suspended, holding no thread.
+  /// Waits until `predicate` holds for the values seen so far; false if it did not within `timeout` seconds
+  /// (times ``timeoutScale``). The waiting task is suspended, holding no thread.
   public func wait(timeout: Double = 30, until predicate: @escaping @Sendable ([Element]) -> Bool) async -> Bool {
-    await withCheckedContinuation { continuation in
+    let timeout = timeout * timeoutScale
+    return await withCheckedContinuation { continuation in
       let id = locked { () -> Int? in
         if predicate(items) { return nil }
         nextID += 1

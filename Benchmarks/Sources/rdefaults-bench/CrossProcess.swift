@@ -23,19 +23,40 @@ enum CrossProcess {
     exit(0)
   }
 
-  /// Latencies in milliseconds.
-  static func measure(samples: Int) throws -> [Double] {
-    let suite = scratchSuite("cross-process")
+  /// Latencies in milliseconds: until the observer callback here (`observed`), or until a store with no observer,
+  /// read in a tight loop on a thread of its own, first returns the new value.
+  static func measure(samples: Int, observed: Bool = true) throws -> [Double] {
+    let suite = scratchSuite(observed ? "cross-process" : "cross-process-unobserved")
     defer { cleanUp(suite) }
     let store = DefaultsStore(suiteName: suite)!
     let arrivals = Mutex<[Int: UInt64]>([:])
     let arrived = DispatchSemaphore(value: 0)
-    let token = store.property(key).observe(initial: false) { value in
-      let now = DispatchTime.now().uptimeNanoseconds
-      arrivals.withLock { $0[value] = now }
-      arrived.signal()
+    let reading = Atomic<Bool>(true)
+    let token: DefaultsObservation?
+    if observed {
+      token = store.property(key).observe(initial: false) { value in
+        let now = DispatchTime.now().uptimeNanoseconds
+        arrivals.withLock { $0[value] = now }
+        arrived.signal()
+      }
+    } else {
+      token = nil
+      Thread {
+        var last = 0
+        while reading.load(ordering: .relaxed) {
+          let value = store[key]
+          guard value != last else { continue }
+          let now = DispatchTime.now().uptimeNanoseconds
+          last = value
+          arrivals.withLock { $0[value] = now }
+          arrived.signal()
+        }
+      }.start()
     }
-    defer { token.cancel() }
+    defer {
+      token?.cancel()
+      reading.store(false, ordering: .relaxed)
+    }
 
     let child = Process()
     child.executableURL = URL(

@@ -76,6 +76,13 @@ func run(_ settings: Settings) throws {
       "cross_process_p99_ms", String(format: "%.2f", percentile(latencies, 0.99)), "≤ 3",
       "max \(String(format: "%.2f", latencies.max() ?? 0)) ms"
     ))
+  let unobserved = try CrossProcess.measure(samples: settings.quick ? 100 : 300, observed: false)
+  fields["cross_process_unobserved_p99_ms"] = percentile(unobserved, 0.99)
+  rows.append(
+    (
+      "cross_process_unobserved_p99_ms", String(format: "%.2f", percentile(unobserved, 0.99)), "≤ 3",
+      "no observer; p50 \(String(format: "%.2f", percentile(unobserved, 0.5))) ms"
+    ))
   let memory = Scenarios.bytesPerObserver(settings)
   fields["bytes_per_observer"] = memory.bytes
   rows.append(("bytes_per_observer", String(format: "%.0f", memory.bytes), "≤ 512", "\(memory.observers) observers"))

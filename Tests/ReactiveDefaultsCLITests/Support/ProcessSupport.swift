@@ -93,7 +93,8 @@ final class RunningTool: Sendable {
   /// Waits (off the concurrency pool) until the process has exited by itself; false after `timeout` seconds.
   func exited(timeout: Double = 30) async -> Bool {
     let termination = termination
-    let ended = (try? await offThePool { termination.wait(timeout: .now() + timeout) == .success }) ?? false
+    let limit = timeout * timeoutScale
+    let ended = (try? await offThePool { termination.wait(timeout: .now() + limit) == .success }) ?? false
     if ended { termination.signal() }  // for the next waiter
     return ended
   }
