@@ -213,7 +213,9 @@ package struct HistoryChecker: Sendable {
               "\(read.label) read \(describe(read.value)) after \(durable.label) saved \(describe(durable.value))"))
       }
     }
-    for (name, sequence) in sequences.sorted(by: { $0.key < $1.key }) {
+    // The plain writer's suite is rewritten in place with no lock: a reader can find it torn, so order is not
+    // checked there.
+    for (name, sequence) in sequences.sorted(by: { $0.key < $1.key }) where sequence.first?.slot.suite != "P" {
       for (offset, element) in sequence.enumerated()
       where element.value != -1 && !hasSource(element.value, element.slot) {
         anomalies.append(

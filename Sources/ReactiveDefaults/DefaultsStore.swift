@@ -332,7 +332,10 @@ public final class DefaultsStore: Sendable {
   // MARK: Internals shared with properties and observers
 
   private func stored<Value>(for key: DefaultsKey<Value>) -> Any? {
-    key.name.isEmpty ? nil : hub.storage.object(forKey: key.name)
+    guard !key.name.isEmpty else { return nil }
+    // Reads follow the file: a suite nobody watches looks at its file now and then (called outside every lock).
+    hub.persistence?.followFile()
+    return hub.storage.object(forKey: key.name)
   }
 
   /// Decodes what storage returned for a key; the failure says why the default applies.

@@ -249,7 +249,8 @@ func runWorker(planPath: String, index: Int) -> Never {
   guard let line = readLine(),
     let settle = try? JSONDecoder().decode([String: [String: Int]].self, from: Data(line.utf8))
   else { exit(0) }
-  let settleTime = Double(ProcessInfo.processInfo.environment["HISTORY_SETTLE_MS"] ?? "") ?? 2000
+  let scale = Double(ProcessInfo.processInfo.environment["TEST_TIMEOUT_SCALE"] ?? "").map { max($0, 1) } ?? 1
+  let settleTime = (Double(ProcessInfo.processInfo.environment["HISTORY_SETTLE_MS"] ?? "") ?? 2000) * scale
   let deadline = DispatchTime.now() + .milliseconds(Int(settleTime))
   for observer in observers {
     let expected = settle[observer.suite]?[observer.key] ?? -1
@@ -450,8 +451,10 @@ func runHistory(_ plan: HistoryPlan, bound: UInt64, keepFolder: Bool = false) ->
     let lines = events.sorted { $0.time < $1.time }.compactMap { try? encoder.encode($0) }
     var text = lines.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n")
     text += "\nfinal: \(final)\n"
-    FileManager.default.createFile(
-      atPath: dump + "/history-\(plan.seed)-\(UUID().uuidString.prefix(6)).log", contents: Data(text.utf8))
+    let path = dump + "/history-\(plan.seed)-\(UUID().uuidString.prefix(6)).log"
+    if !FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) {
+      anomalies.append(.init(rule: "driver", detail: "cannot write \(path)"))
+    }
   }
   return HistoryRun(anomalies: anomalies, operations: plan.operationCount)
 }
@@ -520,6 +523,9 @@ func runChecker(_ arguments: [String]) -> Never {
     }
     index += 2
   }
+  // Slow runs (the thread sanitizer's) scale the visibility bound as the tests scale their waits.
+  let scale = Double(ProcessInfo.processInfo.environment["TEST_TIMEOUT_SCALE"] ?? "").map { max($0, 1) } ?? 1
+  boundMilliseconds *= scale
   let bound = UInt64(boundMilliseconds * 1_000_000)
   let start = Date()
   var ran = 0

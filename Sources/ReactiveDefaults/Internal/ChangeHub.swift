@@ -56,6 +56,8 @@ final class ChangeHub: Sendable {
       var fanout: Fanout?
       /// The version to hand the new receiver.
       var version: UInt64
+      /// The hub's first receiver: start watching the suite.
+      var firstOfHub: Bool
       /// The key's first receiver: storage starts reporting the key.
       var firstOfKey: Bool
     }
@@ -70,21 +72,21 @@ final class ChangeHub: Sendable {
       }
       keys[key]!.receivers[ObjectIdentifier(receiver)] = receiver
       receiverCount += 1
-      return Added(fanout: fanout, version: keys[key]!.version, firstOfKey: firstOfKey)
+      return Added(fanout: fanout, version: keys[key]!.version, firstOfHub: receiverCount == 1, firstOfKey: firstOfKey)
     }
 
     /// Removes a receiver (and the key's entry with its last one); returns it, to be released after the lock,
-    /// and whether it was the key's last.
+    /// and whether it was the key's last and the hub's last.
     mutating func remove(_ receiver: any ChangeReceiver, forKey key: String) -> (
-      removed: (any ChangeReceiver)?, lastOfKey: Bool
+      removed: (any ChangeReceiver)?, lastOfHub: Bool, lastOfKey: Bool
     ) {
       guard let removed = keys[key]?.receivers.removeValue(forKey: ObjectIdentifier(receiver)) else {
-        return (nil, false)
+        return (nil, false, false)
       }
       let lastOfKey = keys[key]?.receivers.isEmpty == true
       if lastOfKey { keys[key] = nil }
       receiverCount -= 1
-      return (removed, lastOfKey)
+      return (removed, receiverCount == 0, lastOfKey)
     }
   }
 
@@ -117,7 +119,8 @@ final class ChangeHub: Sendable {
       SuitePersistence.Hooks(
         refresh: { [weak self] in self?.refresh() },
         announce: { [weak self] in self?.announce($0) },
-        excludingWrites: { [weak self] body in self.map { $0.gate.excludingWrites(body) } ?? body() }))
+        excludingWrites: { [weak self] body in self.map { $0.gate.excludingWrites(body) } ?? body() },
+        observerCount: { [weak self] in self?.observerCount ?? 0 }))
   }
 
   deinit {
@@ -292,6 +295,7 @@ final class ChangeHub: Sendable {
       let current = storage.value(forKey: key)
       return (current, state.add(receiver, forKey: key, current: current))
     }
+    if added.firstOfHub { persistence?.updateWatching { observerCount > 0 } }
     if added.firstOfKey { storage.keyObservation(key, changedBy: 1) }
     added.fanout?.deliver()
     receiver.receive(current, version: added.version, notify: initial)
@@ -299,10 +303,11 @@ final class ChangeHub: Sendable {
 
   /// Removes a receiver; the key's entry goes with its last receiver.
   func remove(_ receiver: any ChangeReceiver, forKey key: String) {
-    let (removed, lastOfKey) = state.withLock { $0.remove(receiver, forKey: key) }
+    let (removed, lastOfHub, lastOfKey) = state.withLock { $0.remove(receiver, forKey: key) }
     // Released after the lock, in case it is the last reference to something heavier.
     withExtendedLifetime(removed) {}
     if lastOfKey { storage.keyObservation(key, changedBy: -1) }
+    if lastOfHub { persistence?.updateWatching { observerCount > 0 } }
   }
 
   /// The number of changes recorded so far (for tests: a write that changes nothing does not count).

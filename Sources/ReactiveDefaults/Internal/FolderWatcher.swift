@@ -41,13 +41,10 @@
     /// The watches made at start; the thread owns them from then on.
     private let initialWatches: Watches
     static let folderEvents =
-      UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_DELETE) | UInt32(IN_DELETE_SELF)
+      UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_MOVED_FROM) | UInt32(IN_DELETE) | UInt32(IN_DELETE_SELF)
       | UInt32(IN_MOVE_SELF)
     private let wakePipe: (read: Int32, write: Int32)
     private let state = Locked(State())
-    /// Signalled by the thread as it leaves, after closing its descriptors.
-    private let stopped = DispatchSemaphore(value: 0)
-    private let threadID = Atomic<UInt>(0)
 
     private init?(folder: String) {
       let descriptor = inotify_init1(Int32(IN_CLOEXEC))
@@ -92,33 +89,28 @@
     }
 
     private static func unsubscribe(_ watcher: FolderWatcher, fileName: String, id: UInt64) {
-      let stopping = watchers.withLock { watchers -> Bool in
+      watchers.withLock { watchers in
         let isEmpty = watcher.state.withLock { state -> Bool in
           state.subscribers[fileName]?[id] = nil
           if state.subscribers[fileName]?.isEmpty == true { state.subscribers[fileName] = nil }
           return state.subscribers.isEmpty
         }
-        guard isEmpty, watchers[watcher.folder] === watcher else { return false }
+        guard isEmpty, watchers[watcher.folder] === watcher else { return }
         watchers[watcher.folder] = nil
-        // The pipe is empty and blocking: the one byte is written unless a signal interrupts the call.
+        // The pipe is empty and blocking: the one byte is written unless a signal interrupts the call. The thread
+        // then closes its descriptors on its own; nobody waits for it: closing an inotify descriptor waits for the
+        // kernel's grace period (about 15 ms here), which a store released on the main thread must not pay. A new
+        // subscription to the folder meanwhile starts a watcher of its own.
         var byte: UInt8 = 1
         while write(watcher.wakePipe.write, &byte, 1) != 1 && errno == EINTR {}
-        return true
-      }
-      // Wait (outside the lock) until the thread has closed its descriptors, so that nothing outlives the last
-      // subscription; unless this is the watcher's own thread, which finishes right after the handler returns.
-      if stopping && watcher.threadID.load(ordering: .acquiring) != currentThreadID() {
-        watcher.stopped.wait()
       }
     }
 
     private func run() {
-      threadID.store(currentThreadID(), ordering: .releasing)
       defer {
         close(inotify)
         close(wakePipe.read)
         close(wakePipe.write)
-        stopped.signal()
       }
       let bufferSize = 64 * 1024
       let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)

@@ -195,7 +195,16 @@ final class SuiteFileRecord: Sendable {
 
   /// Saves `writes` (the values the library's writes stored in `defaults`, corelibs' memory; nil: removed) into
   /// the suite's file, as described above. Throws without touching the plist when the save cannot be done whole.
-  func save(_ defaults: UserDefaults, writes: [String: PropertyListValue?]) throws(SaveFailure) -> SaveOutcome {
+  ///
+  /// `dropCopy` drops corelibs' copy when that cannot make it save anything (nothing of ours unsaved, no write in
+  /// progress): the save calls it when the file it leaves is not corelibs' own content.
+  ///
+  /// `writtenSince` names the keys written again since `writes` were taken: corelibs' content holds their newer
+  /// values, which this save's must not replace.
+  func save(
+    _ defaults: UserDefaults, writes: [String: PropertyListValue?], writtenSince: () -> Set<String>,
+    dropCopy: () -> Bool
+  ) throws(SaveFailure) -> SaveOutcome {
     let outcome = try locked { () throws(SaveFailure) -> SaveOutcome in
       let check = try check()
       let stamp = file.stamp()
@@ -226,12 +235,24 @@ final class SuiteFileRecord: Sendable {
       // The stamp of what this save leaves: the journal's, taken before its rename (which keeps it), so that a writer
       // taking no lock that replaces the file right after is a change, never mistaken for this save.
       var savedStamp: SuiteFile.Stamp?
+      var copyIsStale = false
       switch saved {
       case .different(let written):
         // The journal takes corelibs' content (atomically), then is renamed over the plist: one commit point, so
-        // a crash never leaves a journal older than the plist.
+        // a crash never leaves a journal older than the plist. corelibs' content, with this save's writes applied
+        // over it (but not over newer writes of the same keys, made since): corelibs saves only the keys its dirty
+        // list names, and a removal of a key its (older) copy did not hold is not on that list, so its file may lack
+        // a write of ours that the journal has.
+        var content = written
+        if var merged = try? SuiteFile.parseDomain(written) {
+          let newer = writtenSince()
+          for (key, value) in writes where !newer.contains(key) { merged[key] = value }
+          content = SuiteFile.encode(merged)
+          // The file then holds what corelibs' copy lacks: the copy must go.
+          if content != written { copyIsStale = true }
+        }
         do {
-          try SuiteFile.replaceAtomically(journal, with: written)
+          try SuiteFile.replaceAtomically(journal, with: content)
           savedStamp = SuiteFile.stamp(of: journal)
           try SuiteFile.move(journal, over: file.path, flushing: false)
         } catch {
@@ -263,9 +284,15 @@ final class SuiteFileRecord: Sendable {
         savedStamp = SuiteFile.stamp(of: journal)
         try SuiteFile.move(journal, over: file.path, flushing: false)
       }
-      // corelibs dropped its copy when it had nothing to save: it loads the file now, under the lock. When its save
-      // merged another process's changes, a merged view built from its older copy during the save must go too.
-      if corelibsSaved && check.changedElsewhere { loadFreshCopy() } else { loadDomain() }
+      // corelibs dropped its copy when it had nothing to save: it loads the file now, under the lock.
+      // (Not ``loadFreshCopy()``: a write of ours may run meanwhile, and its synchronize would then rewrite the file in
+      // place with no journal behind it; `dropCopy` drops only when that cannot happen.)
+      if copyIsStale && !dropCopy() {
+        loadDomain()
+        state.withLock { $0.memory = .untrusted }
+        return SaveOutcome(issue: check.issue, changedElsewhere: true)
+      }
+      loadDomain()
       if corelibsSaved || !check.changedElsewhere {
         markSynced(at: savedStamp, entries: entries)
       } else {
@@ -331,19 +358,18 @@ final class SuiteFileRecord: Sendable {
     }
   }
 
-  /// Makes the suite in memory the file as it is now: checks the file, then drops corelibs' cached copy, when
-  /// `dropCache` (which runs under corelibs' and the hub's locks) agrees there is nothing unsaved.
+  /// Makes the suite in memory the file as it is now: checks the file, then has `dropCache` drop corelibs' cached
+  /// copy (``dropCopy()``, while no write of ours runs) unless something is unsaved, then loads the file.
   /// Returns the problem found and whether the cache was dropped (else the caller saves, which also reloads).
   func reload(dropCache: () -> Bool) throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) {
     try locked { () throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) in
       let check = try check()
+      // `dropCache` drops corelibs' copy twice while no write of ours runs (see ``loadFreshCopy()``).
       guard dropCache() else { return (check.issue, false) }
       // Stamped before the load: a writer that takes no lock and changes the file from now on is seen as a change
       // at its event, never taken for the version loaded here.
       let stamp = file.stamp()
-      // The first drop invalidated corelibs' merged view before it dropped the copy; drop and load once more so
-      // that no view built in between from the older copy survives (see ``loadFreshCopy()``).
-      guard loadFreshCopy() else { return (check.issue, false) }
+      loadDomain()
       markSynced(at: stamp)
       return (check.issue, true)
     }
@@ -385,9 +411,15 @@ final class SuiteFileRecord: Sendable {
   /// Returns false when corelibs could not save what it held (its copy then stays as it was).
   @discardableResult
   func loadFreshCopy() -> Bool {
-    guard synchronizeDomain(), synchronizeDomain() else { return false }
+    guard dropCopy() else { return false }
     loadDomain()
     return true
+  }
+
+  /// The drops of ``loadFreshCopy()`` without the load; run it while no write of ours is in progress (a write
+  /// between the two would make the second an in-place save with no journal behind it).
+  func dropCopy() -> Bool {
+    synchronizeDomain() && synchronizeDomain()
   }
 
   /// Whether corelibs' copy of the suite's own domain has `key`.

@@ -17,6 +17,8 @@ final class SuitePersistence: Sendable {
     var announce: @Sendable (DefaultsError) -> Void
     /// Runs the body while no write is in progress.
     var excludingWrites: @Sendable (() -> Bool) -> Bool
+    /// The hub's number of observers.
+    var observerCount: @Sendable () -> Int
   }
 
   /// What a write means for saving, decided under the lock and done after it.
@@ -66,6 +68,10 @@ final class SuitePersistence: Sendable {
   private let state = Locked(State())
   #if os(Linux)
     private let watch = Locked<FolderWatcher.Subscription?>(nil)
+    /// Whether the folder watch runs (reads then need not look at the file themselves).
+    private let watching = Atomic<Bool>(false)
+    /// When a read last looked at the file (``followFile()``), on the monotonic clock.
+    private let lastFileCheck = Atomic<UInt64>(0)
   #endif
 
   /// How long after a write its coalesced save runs: well inside the promised 100 ms.
@@ -81,19 +87,10 @@ final class SuitePersistence: Sendable {
   init(defaults: UserDefaults, domainName: String, isStandard: Bool) {
     self.defaults = SendableDefaults(instance: defaults)
     record = SuiteFileRecord(file: SuiteFile(suiteName: domainName), isStandardDomain: isStandard)
-    #if os(Linux)
-      // Watched from the start, for as long as the suite is open, observed or not: reads follow the file. The watch
-      // begins before corelibs loads the file, so a save that completes after the load is an event.
-      let file = record.file
-      watch.withLock { subscription in
-        subscription = FolderWatcher.subscribe(folder: file.folder, fileName: file.fileName) { [weak self] in
-          self?.fileChanged()
-        }
-      }
-    #endif
     // Before corelibs reads the file: complete a save a crash interrupted, check the file (an unreadable one is kept
     // aside before any save could replace it; one corelibs could crash or hang on is moved away), and make corelibs'
-    // copy the file, not an older copy it may hold. Opening a suite that does not exist creates nothing.
+    // copy the file, not an older copy it may hold, recording its stamp: from then on, reads compare it with the
+    // file's (``followFile()``) until the suite is watched. Opening a suite that does not exist creates nothing.
     _ = record.open()  // a problem is kept in the record's found issues, replayed to each issue handler
   }
 
@@ -188,7 +185,13 @@ final class SuitePersistence: Sendable {
     SaveOnExit.remove(self)
     defer { state.withLock { $0.savesInProgress -= 1 } }
     do {
-      let outcome = try record.save(defaults.instance, writes: writes)
+      // corelibs' copy may be dropped when that cannot make it save anything: nothing unsaved, no other save
+      // waiting with keys in its dirty list, and no write of ours meanwhile.
+      let hooks = hooks
+      let outcome = try record.save(defaults.instance, writes: writes, writtenSince: { self.unsavedKeys }) {
+        let drop = { self.state.withLock { $0.unsaved.isEmpty && $0.savesInProgress == 1 } && self.record.dropCopy() }
+        return hooks?.excludingWrites(drop) ?? drop()
+      }
       if let issue = outcome.issue { findings.issues.append(issue) }
       // The save merged another process's changes into memory.
       if outcome.changedElsewhere { findings.changedElsewhere = true }
@@ -320,9 +323,10 @@ final class SuitePersistence: Sendable {
   private func reload(refreshingAnyway: Bool) {
     var findings = Findings()
     findings.changedElsewhere = refreshingAnyway
+    var reloaded = false
     defer {
       act(on: findings)
-      if findings.changedElsewhere { notifyFileWatchers() }
+      if reloaded { notifyFileWatchers() }
     }
     // The file is as this process last saved or read it (the event was our own save): nothing to reload.
     if record.isSynced { return }
@@ -330,6 +334,7 @@ final class SuitePersistence: Sendable {
     // save creates it); else corelibs' copy is dropped.
     guard FileManager.default.fileExists(atPath: file.folder) else {
       findings.changedElsewhere = true
+      reloaded = true
       if hasPendingWrites || !record.loadFreshCopy() { perform(.scheduleSave) }
       return
     }
@@ -338,6 +343,7 @@ final class SuitePersistence: Sendable {
         // A save of ours may have finished while this waited for the lock.
         if record.isSynced { return }
         findings.changedElsewhere = true
+        reloaded = true
         do throws(DefaultsError) {
           try reloadHoldingLock(&findings)
         } catch {
@@ -360,7 +366,7 @@ final class SuitePersistence: Sendable {
       reloaded = try record.reload {
         // With no write in progress and nothing unsaved, corelibs only drops its cached copy; if it fails to,
         // it had something to write after all: save instead.
-        hooks?.excludingWrites { !self.hasPendingWrites && self.record.synchronizeDomain() } ?? false
+        hooks?.excludingWrites { !self.hasPendingWrites && self.record.dropCopy() } ?? false
       }
     } catch {
       throw .saveFailed(path: file.path, reason: error.reason)
@@ -374,12 +380,61 @@ final class SuitePersistence: Sendable {
   /// of the folder), and coalesces the events that arrive while that reload runs into one more reload after it.
   private func fileChanged() {
     guard state.withLock({ $0.reloads.requested() }) else { return }
+    // The reference is taken anew for each pass: a stream of events must not keep a released suite alive.
     DispatchQueue.global().async { [weak self] in
-      guard let self else { return }
-      repeat {
-        self.reload(refreshingAnyway: false)
-      } while self.state.withLock { $0.reloads.finished() }
+      var again = true
+      while again, let persistence = self {
+        persistence.reload(refreshingAnyway: false)
+        again = persistence.state.withLock { $0.reloads.finished() }
+      }
     }
+  }
+
+  /// Makes a read follow the file while the suite is not watched: at most once a millisecond, a read compares the
+  /// file's stamp with the one memory was loaded from (one `lstat`), and reloads on the reading thread if another
+  /// process changed it. A watched suite (observers, a tool's watch) is reloaded by its file events instead: the
+  /// check is one atomic load then. So reads follow the file within about a millisecond, observed or not, and a
+  /// process that never observes holds no inotify descriptor (closing one costs about 5 ms at process exit).
+  func followFile() {
+    #if os(Linux)
+      guard !watching.load(ordering: .relaxed) else { return }
+      let now = DispatchTime.now().uptimeNanoseconds
+      let last = lastFileCheck.load(ordering: .relaxed)
+      guard now &- last >= Self.fileCheckInterval,
+        lastFileCheck.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged,
+        !record.isSynced
+      else { return }
+      reload(refreshingAnyway: false)
+    #endif
+  }
+
+  /// How often, at most, a read of a suite that is not watched looks at its file (``followFile()``).
+  static let fileCheckInterval: UInt64 = 1_000_000
+
+  /// Watches the suite's file while `wanted()` (the hub has observers) or a tool watches the whole file, asked under
+  /// the watch's lock, so that a first observer arriving while the last one leaves never ends without a watch. A
+  /// watch that begins catches up at once: a save that completed before it began is reloaded too.
+  func updateWatching(_ wanted: () -> Bool) {
+    #if os(Linux)
+      let file = file
+      let (started, ended) = watch.withLock { subscription -> (Bool, FolderWatcher.Subscription?) in
+        let wanted = wanted() || state.withLock { !$0.fileWatchers.isEmpty }
+        if wanted && subscription == nil {
+          subscription = FolderWatcher.subscribe(folder: file.folder, fileName: file.fileName) { [weak self] in
+            self?.fileChanged()
+          }
+          watching.store(subscription != nil, ordering: .relaxed)
+          return (subscription != nil, nil)
+        } else if !wanted, let current = subscription {
+          subscription = nil
+          watching.store(false, ordering: .relaxed)
+          return (false, current)
+        }
+        return (false, nil)
+      }
+      ended?.cancel()
+      if started && !record.isSynced { fileChanged() }
+    #endif
   }
 
   /// Calls `onChange` after each reload that found the file changed, until the returned token ends (tools that
@@ -391,7 +446,11 @@ final class SuitePersistence: Sendable {
         state.fileWatchers[state.nextFileWatcherID] = onChange
         return state.nextFileWatcherID
       }
-      return DefaultsObservation { [self] in _ = state.withLock { $0.fileWatchers.removeValue(forKey: id) } }
+      updateWatching { (hooks?.observerCount() ?? 0) > 0 }
+      return DefaultsObservation { [self] in
+        _ = state.withLock { $0.fileWatchers.removeValue(forKey: id) }
+        updateWatching { (hooks?.observerCount() ?? 0) > 0 }
+      }
     #else
       return nil
     #endif
