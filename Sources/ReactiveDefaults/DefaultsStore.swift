@@ -223,7 +223,8 @@ public final class DefaultsStore: Sendable {
   /// process completed before the call, and every plain `UserDefaults` write of this process.
   ///
   /// On Linux the suite's file is reloaded if it is not as this process last saved or loaded it (another process's
-  /// save arrives on its own within milliseconds too, through the folder watch; `refresh()` makes it hold now). Then
+  /// save arrives on its own within milliseconds too: through the folder watch while the suite is observed, at the
+  /// next read otherwise; `refresh()` makes it hold now). Then
   /// the observed keys are re-read and the observers of those that changed are told: this is how a plain
   /// `UserDefaults.set` in this process, which posts nothing on Linux, reaches observers. Keys nobody observes are
   /// not read.

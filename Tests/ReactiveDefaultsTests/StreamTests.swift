@@ -10,7 +10,8 @@ import Testing
     store[.count] = 1
     let seen = Recorder<Int>()
     let stream = store.property(.count).values
-    let consumer = Task {
+    // On a thread of its own: the first value must not wait for a thread the other tests keep busy.
+    let consumer = Task(executorPreference: testThreadExecutor) {
       for await value in stream { seen.append(value) }
     }
     #expect(await seen.wait { $0 == [1] })
@@ -38,7 +39,8 @@ import Testing
     let (store, _) = makeStore(storage)
     let seen = Recorder<Int>()
     let stream = store.property(.count).values
-    let consumer = Task {
+    // On a thread of its own: the first value must not wait for a thread the other tests keep busy.
+    let consumer = Task(executorPreference: testThreadExecutor) {
       for await value in stream { seen.append(value) }
       seen.append(-1)  // the loop ended
     }

@@ -45,3 +45,39 @@ private final class Countdown: @unchecked Sendable {  // `remaining` is behind `
     }
   }
 }
+
+/// Runs the jobs of the tasks that prefer it on one thread of its own, so that a task a test depends on (a stream's
+/// consumer) runs even while every thread Swift's tasks share is busy with other tests. On Linux those threads are
+/// Dispatch's global ones, which blocking work elsewhere in the test run takes as well.
+public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {  // `jobs` is behind `condition`
+  private let condition = NSCondition()
+  private var jobs: [UnownedJob] = []
+
+  /// Starts the thread; it lives as long as the test process.
+  public init() {
+    let thread = Thread { [self] in run() }
+    thread.name = "ThreadExecutor"
+    thread.start()
+  }
+
+  /// Queues a job for the thread.
+  public func enqueue(_ job: UnownedJob) {
+    condition.lock()
+    jobs.append(job)
+    condition.signal()
+    condition.unlock()
+  }
+
+  private func run() {
+    while true {
+      condition.lock()
+      while jobs.isEmpty { condition.wait() }
+      let job = jobs.removeFirst()
+      condition.unlock()
+      job.runSynchronously(on: asUnownedTaskExecutor())
+    }
+  }
+}
+
+/// The one ``ThreadExecutor`` of the test process.
+public let testThreadExecutor = ThreadExecutor()
