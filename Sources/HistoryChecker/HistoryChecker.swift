@@ -17,7 +17,8 @@
 // - the file, once every process stopped, holds no value older than a durable write of its key;
 // - once writes stop, every observer's last value is the file's (within the settle time, and at once after
 //   `refresh()`), and so is every read after `refresh()`;
-// - no store reports an issue (a torn or unreadable file, a failed save, a type mismatch).
+// - no store reports an issue (a torn or unreadable file, a failed save, a type mismatch), except a store of the
+//   plain writer's suite, which that writer rewrites in place.
 // A plain `UserDefaults` writer takes no lock and may lose other writers' values, as corelibs does: its suite is
 // written by nothing else, its writes are never durable, and only invention and convergence are checked there.
 
@@ -168,7 +169,9 @@ package struct HistoryChecker: Sendable {
           guard let suite = event.suite, let key = event.keys?.first, let value = event.values?.first else { continue }
           sequences["worker \(worker) observer \(event.observer ?? -1) of \(suite) \(key)", default: []].append(
             (Slot(suite: suite, key: key), value))
-        case "issue":
+        // The plain writer rewrites its suite in place with no lock, so a store of that suite can find the file cut
+        // and say so: an issue there is the plain writer's, as with plain corelibs.
+        case "issue" where event.suite != "P":
           anomalies.append(Anomaly(rule: "issue reported", detail: "worker \(worker): \(event.message ?? "?")"))
         case "converged", "refreshed", "final":
           guard let suite = event.suite, let key = event.keys?.first, let value = event.values?.first else { continue }

@@ -68,8 +68,6 @@ final class SuitePersistence: Sendable {
   private let state = Locked(State())
   #if os(Linux)
     private let watch = Locked<FolderWatcher.Subscription?>(nil)
-    /// Whether the folder watch runs (reads then need not look at the file themselves).
-    private let watching = Atomic<Bool>(false)
     /// When a read last looked at the file (``followFile()``), on the monotonic clock.
     private let lastFileCheck = Atomic<UInt64>(0)
   #endif
@@ -390,14 +388,14 @@ final class SuitePersistence: Sendable {
     }
   }
 
-  /// Makes a read follow the file while the suite is not watched: at most once a millisecond, a read compares the
-  /// file's stamp with the one memory was loaded from (one `lstat`), and reloads on the reading thread if another
-  /// process changed it. A watched suite (observers, a tool's watch) is reloaded by its file events instead: the
-  /// check is one atomic load then. So reads follow the file within about a millisecond, observed or not, and a
-  /// process that never observes holds no inotify descriptor (closing one costs about 5 ms at process exit).
+  /// Makes a read follow the file: at most once a millisecond, a read compares the file's stamp with the one memory
+  /// was loaded from (one `lstat`), and reloads on the reading thread if another process changed it. A watched suite
+  /// (observers, a tool's watch) is also reloaded by its file events, on a background thread, which is what tells its
+  /// observers; the read does not wait for that thread, which a loaded machine may run late. So reads follow the file
+  /// within about a millisecond, observed or not, and a process that never observes holds no inotify descriptor
+  /// (closing one costs about 5 ms at process exit).
   func followFile() {
     #if os(Linux)
-      guard !watching.load(ordering: .relaxed) else { return }
       let now = DispatchTime.now().uptimeNanoseconds
       let last = lastFileCheck.load(ordering: .relaxed)
       guard now &- last >= Self.fileCheckInterval,
@@ -423,11 +421,9 @@ final class SuitePersistence: Sendable {
           subscription = FolderWatcher.subscribe(folder: file.folder, fileName: file.fileName) { [weak self] in
             self?.fileChanged()
           }
-          watching.store(subscription != nil, ordering: .relaxed)
           return (subscription != nil, nil)
         } else if !wanted, let current = subscription {
           subscription = nil
-          watching.store(false, ordering: .relaxed)
           return (false, current)
         }
         return (false, nil)
