@@ -280,6 +280,15 @@ struct SuiteFile: Sendable {
         offset += written
       }
     }
+    // A modification time to the nanosecond: file systems stamp a write with a clock that ticks every few
+    // milliseconds, so two saves in one tick, of one size, the second into the inode the first freed, looked like one
+    // file (``Stamp``), and a process took another's newer save for its own older one (found by the history checker).
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    var times = [now, now]
+    if failure == nil && futimens(descriptor, &times) != 0 {
+      failure = SaveFailure(operation: "cannot set the modification time of \(target)")
+    }
     if failure == nil && fsync(descriptor) != 0 { failure = SaveFailure(operation: "cannot flush \(target) to disk") }
     if close(descriptor) != 0 && failure == nil { failure = SaveFailure(operation: "cannot close \(target)") }
     if let failure {
