@@ -359,9 +359,21 @@ struct HistoryRun {
 /// Runs one plan in a fresh preferences folder and checks its history.
 func runHistory(_ plan: HistoryPlan, bound: UInt64, keepFolder: Bool = false) -> HistoryRun {
   let folder = NSTemporaryDirectory() + "rdefaults-history-\(plan.seed)-\(UUID().uuidString.prefix(8))"
-  try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+  do {
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+  } catch {
+    return HistoryRun(anomalies: [.init(rule: "driver", detail: "cannot create \(folder): \(error)")], operations: 0)
+  }
   let keep = keepFolder || ProcessInfo.processInfo.environment["HISTORY_KEEP"] != nil
-  defer { if !keep { try? FileManager.default.removeItem(atPath: folder) } }
+  defer {
+    if !keep {
+      do {
+        try FileManager.default.removeItem(atPath: folder)
+      } catch {
+        FileHandle.standardError.write(Data("cannot remove \(folder): \(error)\n".utf8))
+      }
+    }
+  }
   let planPath = folder + "/plan.json"
   guard FileManager.default.createFile(atPath: planPath, contents: try? JSONEncoder().encode(plan)) else {
     return HistoryRun(anomalies: [.init(rule: "driver", detail: "cannot write \(planPath)")], operations: 0)
