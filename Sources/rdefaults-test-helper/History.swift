@@ -305,6 +305,14 @@ final class WorkerProcess: Sendable {
   let output = LineBuffer()
   let ended = DispatchSemaphore(value: 0)
   private let input = Pipe()
+  private let outputPipe: Pipe
+
+  /// Closes this end of the pipes: a driver runs thousands of histories, and each left four descriptors open.
+  func closePipes() {
+    try? input.fileHandleForWriting.close()  // already closed when the worker never read its settle line
+    outputPipe.fileHandleForReading.readabilityHandler = nil
+    try? outputPipe.fileHandleForReading.close()  // the handler may have closed it at end of file
+  }
 
   init(planPath: String, index: Int, folder: String) throws {
     process = Process()
@@ -312,6 +320,7 @@ final class WorkerProcess: Sendable {
     process.arguments = ["worker", planPath, "\(index)"]
     process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": folder]) { $1 }
     let pipe = Pipe()
+    outputPipe = pipe
     process.standardOutput = pipe
     process.standardError = FileHandle.nullDevice
     process.standardInput = input
@@ -454,6 +463,7 @@ func runHistory(_ plan: HistoryPlan, bound: UInt64, keepFolder: Bool = false) ->
       if let event = try? decoder.decode(HistoryEvent.self, from: Data(line.utf8)) { events.append(event) }
     }
   }
+  for worker in workers { worker.closePipes() }
   events += killEvents.withLock { $0 }
   anomalies += HistoryChecker(boundNanoseconds: bound).check(events, final: final)
   if !anomalies.isEmpty, let dump = ProcessInfo.processInfo.environment["HISTORY_DUMP"] {
