@@ -193,19 +193,21 @@ final class SuiteFileRecord: Sendable {
     var changedElsewhere = false
   }
 
-  /// Saves `writes` (the values the library's writes stored in `defaults`, corelibs' memory; nil: removed) into
-  /// the suite's file, as described above. Throws without touching the plist when the save cannot be done whole.
+  /// Saves the writes `takingWrites` takes off the pending list once the suite's lock is held (the values the
+  /// library's writes stored in `defaults`, corelibs' memory; nil: removed) into the suite's file, as described
+  /// above. Throws without touching the plist when the save cannot be done whole.
   ///
   /// `dropCopy` drops corelibs' copy when that cannot make it save anything (nothing of ours unsaved, no write in
   /// progress): the save calls it when the file it leaves is not corelibs' own content.
   ///
-  /// `writtenSince` names the keys written again since `writes` were taken: corelibs' content holds their newer
+  /// `writtenSince` names the keys written again since the writes were taken: corelibs' content holds their newer
   /// values, which this save's must not replace.
   func save(
-    _ defaults: UserDefaults, writes: [String: PropertyListValue?], writtenSince: () -> Set<String>,
+    _ defaults: UserDefaults, takingWrites: () -> [String: PropertyListValue?], writtenSince: () -> Set<String>,
     dropCopy: () -> Bool
   ) throws(SaveFailure) -> SaveOutcome {
     let outcome = try locked { () throws(SaveFailure) -> SaveOutcome in
+      let writes = takingWrites()
       let check = try check()
       let stamp = file.stamp()
       // What the journal holds.

@@ -179,14 +179,25 @@ final class SuitePersistence: Sendable {
     // for this one instead of letting the process end in the middle of it.
     SaveOnExit.inFlight.enter()
     defer { SaveOnExit.inFlight.leave() }
-    let writes = state.withLock { $0.takeUnsaved() }
-    SaveOnExit.remove(self)
-    defer { state.withLock { $0.savesInProgress -= 1 } }
+    // The keys are taken holding the suite's lock, never before: a save that took them and then waited for the lock
+    // would apply their values after whatever held it (an edit, another save of ours) had saved newer ones.
+    var writes: [String: PropertyListValue?] = [:]
+    var took = false
+    defer { if took { state.withLock { $0.savesInProgress -= 1 } } }
     do {
       // corelibs' copy may be dropped when that cannot make it save anything: nothing unsaved, no other save
       // waiting with keys in its dirty list, and no write of ours meanwhile.
       let hooks = hooks
-      let outcome = try record.save(defaults.instance, writes: writes, writtenSince: { self.unsavedKeys }) {
+      let outcome = try record.save(
+        defaults.instance,
+        takingWrites: {
+          writes = state.withLock { $0.takeUnsaved() }
+          took = true
+          SaveOnExit.remove(self)
+          return writes
+        },
+        writtenSince: { self.unsavedKeys }
+      ) {
         let drop = { self.state.withLock { $0.unsaved.isEmpty && $0.savesInProgress == 1 } && self.record.dropCopy() }
         return hooks?.excludingWrites(drop) ?? drop()
       }
