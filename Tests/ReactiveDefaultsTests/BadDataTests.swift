@@ -288,6 +288,31 @@ private func backups(of path: String) -> [String] {
     }
   }
 
+  /// A process killed after its journal was whole but before corelibs touched the plist leaves the plist as it was:
+  /// the journal is that process's last save. An edit that starts after it reads what the journal holds (an update
+  /// adds to the journal's value, not the plist's), and the observers of the keys it changed hear of them, though
+  /// the edit wrote other keys. (Seen in the history checker, seed 402128: an observer kept the value from before
+  /// a killed process's save, which the next edit had recovered.)
+  @Test(arguments: [false, true]) func anEditAfterAKilledSaveReadsItsJournal(observed: Bool) async throws {
+    let plist = try PropertyListSerialization.data(fromPropertyList: ["count": 1], format: .xml, options: 0)
+    let journal = try PropertyListSerialization.data(
+      fromPropertyList: ["count": 2, "name": "killed"], format: .xml, options: 0)
+    try await withPreparedSuite({ path in
+      try plist.write(to: URL(fileURLWithPath: path))
+    }) { store, issues, path in
+      let names = Recorder<String>()
+      let token = observed ? store.property(.name).observe { names.append($0) } : nil
+      #expect(store[.count] == 1)
+      try journal.write(to: URL(fileURLWithPath: path + ".journal"))
+      #expect(try store.property(.count).update { $0 += 10 } == 12)
+      #expect(store[.name] == "killed")
+      if observed { #expect(await names.wait(timeout: 10) { $0.last == "killed" }, "\(names.values)") }
+      #expect(!FileManager.default.fileExists(atPath: path + ".journal"))
+      #expect(issues.values.isEmpty, "\(issues.values)")
+      token?.cancel()
+    }
+  }
+
   /// A crash while the journal itself was written leaves it cut, and the plist untouched: the journal is dropped.
   @Test func aCutJournalIsDroppedAndThePlistKept() async throws {
     let plist = try PropertyListSerialization.data(fromPropertyList: ["count": 4], format: .xml, options: 0)

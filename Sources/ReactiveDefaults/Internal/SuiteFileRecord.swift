@@ -139,8 +139,9 @@ final class SuiteFileRecord: Sendable {
     }
   }
 
-  /// Completes a save that a crash interrupted: a whole journal is the newest version of the file.
-  private func recoverJournal() throws(SaveFailure) {
+  /// Completes a save that a crash interrupted: a whole journal is the newest version of the file. Call it holding
+  /// the suite's lock; the plist's stamp then changes, so memory no longer counts as the file.
+  func recoverJournal() throws(SaveFailure) {
     switch file.journalState() {
     case .absent: break
     case .whole: try SuiteFile.move(file.journalPath, over: file.path)

@@ -286,6 +286,8 @@ final class SuitePersistence: Sendable {
     let outcome: Result<T, any Error>
     do {
       outcome = try record.locked { () throws(SaveFailure) -> Result<T, any Error> in
+        // A journal a killed save left is that process's last save: completed first, so that the body reads it.
+        try record.recoverJournal()
         if !record.isSynced {
           findings.changedElsewhere = true
           do { try reloadHoldingLock(&findings) } catch { return .failure(error) }
