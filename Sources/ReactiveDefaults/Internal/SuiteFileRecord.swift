@@ -239,6 +239,7 @@ final class SuiteFileRecord: Sendable {
       // taking no lock that replaces the file right after is a change, never mistaken for this save.
       var savedStamp: SuiteFile.Stamp?
       var copyIsStale = false
+      var removedElsewhere = false
       switch saved {
       case .different(let written):
         // The journal takes corelibs' content (atomically), then is renamed over the plist: one commit point, so
@@ -267,7 +268,11 @@ final class SuiteFileRecord: Sendable {
         // corelibs' content, not parsed here: the next save copies corelibs' domain, or parses the file.
         entries = nil
       case .absent:
+        // corelibs removed the file of a domain it holds empty, or another process removed it after the check (then
+        // corelibs, with nothing of ours unsaved, only dropped its copy): either way memory is loaded as no file
+        // now, and the observers of the keys the journal held must hear of it.
         unlink(journal)
+        if entries?.isEmpty == false { removedElsewhere = true }
         entries = nil
       case .unreadable where corelibsSaved:
         // corelibs saved, but its file cannot be read back (a writer that takes no lock is rewriting it, or it
@@ -302,7 +307,7 @@ final class SuiteFileRecord: Sendable {
         // corelibs kept its copy, which lacks the other process's changes: the next edit or reload must not trust it.
         state.withLock { $0.memory = .untrusted }
       }
-      return SaveOutcome(issue: check.issue, changedElsewhere: check.changedElsewhere)
+      return SaveOutcome(issue: check.issue, changedElsewhere: check.changedElsewhere || removedElsewhere)
     }
     // The rename (or unlink) is made durable after the lock is released: the next process waiting for the lock
     // (a reload of this very save, in a process that watches the suite) need not wait for the disk as well.
