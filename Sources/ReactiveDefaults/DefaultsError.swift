@@ -67,19 +67,25 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
     case .encodingFailed(let key, let type, let reason):
       "Could not store a \(type) under '\(key)': \(reason). The stored value was kept."
     case .invalidKey(let key):
-      "Invalid key name '\(key)': a key needs a non-empty name."
+      key.isEmpty
+        ? "Invalid key name: a key needs a non-empty name." : "Invalid key name '\(key)': a key needs a non-empty name."
     case .unreadableFile(let path, let reason, let backup):
-      "The preferences file \(path) \(reason); its keys read as their defaults."
-        + (backup.map { " Its contents were kept in \($0)." } ?? "")
+      // No path: a property list handed over as bytes (an import), which has no keys to read as defaults.
+      path.isEmpty
+        ? "The property list \(reason)."
+        : "The preferences file \(path) \(reason); its keys read as their defaults."
+          + (backup.map { " Its contents were kept in \($0)." } ?? "")
     case .saveFailed(let path, let reason):
-      "Could not save \(path): \(reason). The file was left as it was; the unsaved values are kept and tried "
-        + "again at the next save."
+      "Could not save \(path.isEmpty ? "the suite" : path): \(reason). The file was left as it was; the unsaved "
+        + "values are kept and tried again at the next save."
     case .reentrantEdit(let suite):
       "edit was called on \(suite) while this thread is already editing it (inside an edit's body, or in a callback "
         + "of a write to it); it would wait for itself. Read and write through the transaction the outer edit hands "
         + "its body instead."
     case .migrationFailed(let step, let key, let reason):
-      "Migration step '\(step)' failed" + (key.map { " on key '\($0)'" } ?? "") + ": \(reason). "
+      // No step: the record of applied steps itself is unusable.
+      (step.isEmpty ? "Migration failed" : "Migration step '\(step)' failed")
+        + (key.map { " on key '\($0)'" } ?? "") + ": \(reason). "
         + "No step of this migration was applied; the suite is as it was."
     }
   }

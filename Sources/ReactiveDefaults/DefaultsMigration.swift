@@ -35,7 +35,8 @@ public struct DefaultsMigration: Sendable {
   public static func rename<Value>(_ oldName: String, to key: DefaultsKey<Value>) -> DefaultsMigration {
     let identity = "rename \(oldName) to \(key.name)"
     return DefaultsMigration(identity: identity) { tx in
-      guard oldName != key.name, !oldName.isEmpty else {
+      // By exact characters: renaming one spelling of a name to another (NFD to NFC) is a rename.
+      guard PropertyListKey(oldName) != PropertyListKey(key.name), !oldName.isEmpty else {
         throw DefaultsError.migrationFailed(step: identity, key: oldName, reason: "a key cannot be renamed to itself")
       }
       guard let stored = tx.stored(forName: oldName) else { return }

@@ -84,7 +84,9 @@ extension DefaultsStore {
   /// of each removed key are told. On Linux the suite's file is then removed when nothing is left, under the
   /// suite's lock (a save failure goes to ``issueHandler``).
   public func removeAll() {
-    for key in hub.storage.snapshot().keys where key != Self.migrationsKey { hub.write(.remove, forKey: key) }
+    for key in hub.storage.snapshot().keys where key.string != Self.migrationsKey {
+      hub.write(.remove, forKey: key.string)
+    }
     hub.saveReportingFailure()
   }
 
@@ -98,9 +100,11 @@ extension DefaultsStore {
   }
 
   /// The names of the keys stored in the suite's own domain (not the registered defaults or the arguments, nor
-  /// ``migrationsKey``), sorted; empty for a `UserDefaults` instance whose suite cannot be told (Apple platforms).
+  /// ``migrationsKey``), sorted as CoreFoundation sorts them (by UTF-16 code units); empty for a `UserDefaults`
+  /// instance whose suite cannot be told (Apple platforms). Two keys that differ only by Unicode normalization are
+  /// two names here, each exactly as stored.
   public var keys: [String] {
-    hub.storage.snapshot().keys.filter { $0 != Self.migrationsKey }.sorted()
+    hub.storage.snapshot().keys.filter { $0.string != Self.migrationsKey }.sorted().map(\.string)
   }
 }
 

@@ -68,8 +68,9 @@ extension DefaultsStore {
   ///   ``edit(_:)``.
   @discardableResult
   public func migrate(_ steps: [DefaultsMigration]) throws -> [String] {
-    var identities = Set<String>()
-    for step in steps where !identities.insert(step.identity).inserted {
+    // Identities compare by their exact characters, as the recorded list's strings do in the file.
+    var identities = Set<PropertyListKey>()
+    for step in steps where !identities.insert(PropertyListKey(step.identity)).inserted {
       throw DefaultsError.migrationFailed(
         step: step.identity, key: nil, reason: "two steps have this identity; give one of them another name")
     }
@@ -90,9 +91,9 @@ extension DefaultsStore {
         throw DefaultsError.migrationFailed(
           step: "", key: Self.migrationsKey, reason: "holds \(other.kindName), not an array of strings")
       }
-      let done = Set(applied)
+      let done = Set(applied.map { PropertyListKey($0) })
       var appliedNow: [String] = []
-      for step in steps where !done.contains(step.identity) {
+      for step in steps where !done.contains(PropertyListKey(step.identity)) {
         do {
           try step.apply(&tx)
           if let failure = tx.failure { throw failure }

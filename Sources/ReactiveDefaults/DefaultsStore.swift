@@ -74,9 +74,10 @@ public final class DefaultsStore: Sendable {
   /// }
   /// ```
   ///
-  /// - Parameter values: The values it starts with, by key name, in their stored form.
+  /// - Parameter values: The values it starts with, by key name (a string literal, or ``PropertyListKey``), in their
+  ///   stored form.
   /// - Returns: A new store; each call makes another, empty unless given values.
-  public static func inMemory(_ values: [String: PropertyListValue] = [:]) -> DefaultsStore {
+  public static func inMemory(_ values: [PropertyListKey: PropertyListValue] = [:]) -> DefaultsStore {
     DefaultsStore(hub: ChangeHub(storage: MemoryStorage(values), suiteName: nil, suiteIsKnown: true))
   }
 
@@ -287,15 +288,21 @@ public final class DefaultsStore: Sendable {
   ///
   /// - Parameter entries: The keys and their values (empty key names are skipped).
   /// - Throws: ``DefaultsError/saveFailed(path:reason:)``; the file is then as it was.
-  @_spi(Tools) public func importEntries(_ entries: [String: PropertyListValue]) throws(DefaultsError) {
-    try hub.merge(entries.filter { !$0.key.isEmpty })
+  @_spi(Tools) public func importEntries(_ entries: [PropertyListKey: PropertyListValue]) throws(DefaultsError) {
+    try hub.merge(entries.filter { !$0.key.string.isEmpty })
+  }
+
+  /// Every key and value of the suite's own domain (not the registered defaults or the arguments), each key exactly
+  /// as stored: two keys that differ only by Unicode normalization are two entries.
+  @_spi(Tools) public var storedEntries: [PropertyListKey: PropertyListValue] {
+    hub.storage.snapshot()
   }
 
   /// Removes the whole suite: every key (observers are told) and its plist file.
   ///
   /// - Throws: ``DefaultsError/saveFailed(path:reason:)`` when the file could not be removed.
   @_spi(Tools) public func removeSuite() throws(DefaultsError) {
-    for key in hub.storage.snapshot().keys { hub.write(.remove, forKey: key) }
+    for key in hub.storage.snapshot().keys { hub.write(.remove, forKey: key.string) }
     // An empty domain is saved as no file at all, as corelibs does.
     try hub.save()
   }
@@ -310,6 +317,12 @@ public final class DefaultsStore: Sendable {
     #endif
   }
 
+  /// A domain as the XML property list CoreFoundation writes for it (keys sorted by UTF-16 code units, each kept
+  /// exactly as given).
+  @_spi(Tools) public static func xmlPropertyList(_ entries: [PropertyListKey: PropertyListValue]) -> Data {
+    SuiteFile.encode(entries)
+  }
+
   /// The largest preferences file the library reads, imports or backs up: 64 MiB.
   @_spi(Tools) public static var maximumFileSize: Int { SuiteFile.maximumSize }
 
@@ -318,7 +331,7 @@ public final class DefaultsStore: Sendable {
   ///
   /// - Throws: ``DefaultsError/unreadableFile(path:reason:backup:)`` (with an empty path) saying what is wrong.
   @_spi(Tools) public static func domain(fromPropertyList data: Data) throws(DefaultsError)
-    -> [String: PropertyListValue]
+    -> [PropertyListKey: PropertyListValue]
   {
     guard data.count <= SuiteFile.maximumSize else {
       throw .unreadableFile(path: "", reason: SuiteFileProblem.tooLarge(Int64(data.count)).reason, backup: nil)

@@ -13,8 +13,8 @@
 /// value has no stored form makes the edit throw that error, and nothing is written.
 public struct DefaultsTransaction: ~Copyable {
   private let store: DefaultsStore
-  private var writes: [String: StorageWrite] = [:]
-  private var order: [String] = []
+  private var writes: [PropertyListKey: StorageWrite] = [:]
+  private var order: [PropertyListKey] = []
   /// The first write that failed: the edit throws it, and writes nothing.
   private(set) var failure: DefaultsError?
   /// Problems of reads (type mismatches), told to the issue handler after the edit: never under its locks.
@@ -77,22 +77,23 @@ public struct DefaultsTransaction: ~Copyable {
 
   /// The value the key has in this transaction, in property-list form.
   func stored(forName name: String) -> PropertyListValue? {
-    guard let write = writes[name] else { return store.hub.storage.value(forKey: name) }
+    guard let write = writes[PropertyListKey(name)] else { return store.hub.storage.value(forKey: name) }
     return write.storedValue
   }
 
   /// Writes by name.
   mutating func record(_ write: StorageWrite, forName name: String) {
-    if writes.updateValue(write, forKey: name) == nil { order.append(name) }
+    let key = PropertyListKey(name)
+    if writes.updateValue(write, forKey: key) == nil { order.append(key) }
   }
 
   /// The writes to apply, in the order their keys were first written.
   var pendingWrites: [(key: String, write: StorageWrite)] {
-    order.map { ($0, writes[$0]!) }
+    order.map { ($0.string, writes[$0]!) }
   }
 
   private func decoded<Value>(_ key: DefaultsKey<Value>) -> Result<Value, DefaultsError> {
-    guard let write = writes[key.name] else {
+    guard let write = writes[PropertyListKey(key.name)] else {
       return store.decode(store.hub.storage.object(forKey: key.name), for: key)
     }
     guard let stored = write.storedValue else { return .success(key.defaultValue) }

@@ -39,22 +39,23 @@ extension Array: DefaultsValue where Element: DefaultsValue {
 extension Dictionary: DefaultsValue where Key == String, Value: DefaultsValue {
   /// Stored as `<dict>`; entries whose value is `nil` are left out.
   public func propertyListValue() throws -> PropertyListValue? {
-    var entries: [String: PropertyListValue] = [:]
+    var entries: [PropertyListKey: PropertyListValue] = [:]
     entries.reserveCapacity(count)
     for (key, value) in self {
-      if let item = try value.propertyListValue() { entries[key] = item }
+      if let item = try value.propertyListValue() { entries[PropertyListKey(key)] = item }
     }
     return .dictionary(entries)
   }
 
-  /// Reads a dictionary whose every value reads as `Value`.
+  /// Reads a dictionary whose every value reads as `Value`. Swift's `String` keys compare by canonical
+  /// equivalence: of two stored keys that differ only by Unicode normalization, one's value is kept.
   public init?(propertyListValue: PropertyListValue) {
     guard case .dictionary(let entries) = propertyListValue else { return nil }
     var result: [String: Value] = [:]
     result.reserveCapacity(entries.count)
     for (key, item) in entries {
       guard let value = Value(propertyListValue: item) else { return nil }
-      result[key] = value
+      result[key.string] = value
     }
     self = result
   }

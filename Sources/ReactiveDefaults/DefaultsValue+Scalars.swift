@@ -28,7 +28,10 @@ extension FixedWidthInteger where Self: DefaultsValue {
   /// Stored as `<integer>`.
   public func propertyListValue() -> PropertyListValue? { .integer(Int128(self)) }
 
-  /// Reads an integer in this type's range, or a real number that is exactly such an integer.
+  /// Reads an integer in this type's range, or a real number that is exactly such an integer; also a string that
+  /// spells one, as Apple's `integer(forKey:)` reads numeric strings (a launch argument `-count 5` arrives as the
+  /// string `"5"`): the whole string, parsed exactly and without a locale (`"5"`, `"-12"`, `"1e3"`; not `"5 apples"`,
+  /// `"0x10"` or `"0.9"`).
   public init?(propertyListValue: PropertyListValue) {
     switch propertyListValue {
     case .integer(let value):
@@ -37,6 +40,14 @@ extension FixedWidthInteger where Self: DefaultsValue {
     case .real(let value):
       guard let exact = Self(exactly: value) else { return nil }
       self = exact
+    case .string(let text):
+      if let integer = NumericText.integer(text) {
+        guard let exact = Self(exactly: integer) else { return nil }
+        self = exact
+      } else {
+        guard let real = NumericText.real(text), let exact = Self(exactly: real) else { return nil }
+        self = exact
+      }
     default: return nil
     }
   }
@@ -57,13 +68,19 @@ extension Double: DefaultsValue {
   /// Stored as `<real>`.
   public func propertyListValue() -> PropertyListValue? { .real(self) }
 
-  /// Reads a real number, or an integer that a `Double` represents exactly.
+  /// Reads a real number, or an integer that a `Double` represents exactly; also a string that spells a finite
+  /// decimal number, as Apple's `double(forKey:)` reads numeric strings (a launch argument `-volume 0.9` arrives as
+  /// the string `"0.9"`): the whole string, without a locale (`"0.9"`, `"-12"`, `"1e3"`; not `"0.9 dB"`, `"0x10"`,
+  /// `"nan"` or `"1e999"`).
   public init?(propertyListValue: PropertyListValue) {
     switch propertyListValue {
     case .real(let value): self = value
     case .integer(let value):
       guard let exact = Double(exactly: value) else { return nil }
       self = exact
+    case .string(let text):
+      guard let value = NumericText.real(text) else { return nil }
+      self = value
     default: return nil
     }
   }
@@ -84,8 +101,49 @@ extension Float: DefaultsValue {
     case .integer(let value):
       guard let exact = Float(exactly: value) else { return nil }
       self = exact
+    case .string(let text):
+      // Parsed as a Double first, then narrowed as a stored real is.
+      guard let value = NumericText.real(text), Float(value).isFinite else { return nil }
+      self = Float(value)
     default: return nil
     }
+  }
+}
+
+/// The number a string spells, read as Apple's typed getters read numeric strings, but exactly: the whole string,
+/// ASCII only, no locale, no white space, no hexadecimal.
+enum NumericText {
+  /// An optional sign and decimal digits.
+  static func integer(_ text: String) -> Int128? {
+    guard text.utf8.count <= 64 else { return nil }
+    return Int128(text, radix: 10)
+  }
+
+  /// An optional sign, decimal digits with at most one point (at least one digit), and an optional exponent
+  /// (`e` or `E`, an optional sign, digits); finite.
+  static func real(_ text: String) -> Double? {
+    var bytes = text.utf8[...]
+    guard bytes.count <= 400 else { return nil }
+    if let first = bytes.first, first == UInt8(ascii: "+") || first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
+    let isDigit = { (byte: UInt8) in byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+    let whole = bytes.prefix(while: isDigit)
+    bytes = bytes.dropFirst(whole.count)
+    var fraction = bytes.prefix(0)
+    if bytes.first == UInt8(ascii: ".") {
+      bytes = bytes.dropFirst()
+      fraction = bytes.prefix(while: isDigit)
+      bytes = bytes.dropFirst(fraction.count)
+    }
+    guard !whole.isEmpty || !fraction.isEmpty else { return nil }
+    if let marker = bytes.first, marker == UInt8(ascii: "e") || marker == UInt8(ascii: "E") {
+      bytes = bytes.dropFirst()
+      if let sign = bytes.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
+      let exponent = bytes.prefix(while: isDigit)
+      guard !exponent.isEmpty else { return nil }
+      bytes = bytes.dropFirst(exponent.count)
+    }
+    guard bytes.isEmpty, let value = Double(text), value.isFinite else { return nil }
+    return value
   }
 }
 

@@ -32,8 +32,8 @@ public enum PropertyListValue: Sendable, Hashable {
   case date(Date)
   /// `<array>`.
   case array([PropertyListValue])
-  /// `<dict>`, whose keys are always strings.
-  case dictionary([String: PropertyListValue])
+  /// `<dict>`, whose keys are always strings, each compared by its exact characters (``PropertyListKey``).
+  case dictionary([PropertyListKey: PropertyListValue])
 
   /// A short name of the kind of value, as used in ``DefaultsError/typeMismatch(key:expected:found:)``.
   public var kindName: String {
@@ -64,6 +64,22 @@ extension PropertyListValue {
       self = value
       return
     }
+    // An NSDictionary (what CoreFoundation parsed or holds) is read key by key: cast to a Swift dictionary, its keys
+    // would merge by canonical equivalence. (corelibs' NSDictionary hands out nested ones cast that way: there they
+    // are read through CoreFoundation, at every level.)
+    #if os(Linux)
+      if type(of: object) is NSDictionary.Type || type(of: object) is NSArray.Type {
+        guard let value = CorelibsPreferences.collectionValue(of: object as AnyObject) else { return nil }
+        self = value
+        return
+      }
+    #else
+      if type(of: object) is NSDictionary.Type, let dictionary = object as? NSDictionary {
+        guard let entries = PropertyListValue.entries(of: dictionary) else { return nil }
+        self = .dictionary(entries)
+        return
+      }
+    #endif
     switch object {
     case let value as String: self = .string(value)
     case let value as Int: self = .integer(Int128(value))
@@ -91,13 +107,13 @@ extension PropertyListValue {
       }
       self = .array(items)
     case let value as [AnyHashable: Any]:
-      var entries: [String: PropertyListValue] = [:]
+      var entries: [PropertyListKey: PropertyListValue] = [:]
       entries.reserveCapacity(value.count)
       for (key, element) in value {
         guard let name = key.base as? String, let unwrapped = unwrapOptional(element),
           let item = PropertyListValue(foundationObject: unwrapped)
         else { return nil }
-        entries[name] = item
+        entries[PropertyListKey(name)] = item
       }
       self = .dictionary(entries)
     default:
@@ -105,6 +121,25 @@ extension PropertyListValue {
       guard object is any OptionalProtocol, let unwrapped = unwrapOptional(object) else { return nil }
       self.init(foundationObject: unwrapped)
     }
+  }
+
+  /// The entries of an `NSDictionary`, each key kept exactly as CoreFoundation holds it; nil if a key is not a
+  /// string or a value not a property-list value.
+  static func entries(of dictionary: NSDictionary) -> [PropertyListKey: PropertyListValue]? {
+    var entries: [PropertyListKey: PropertyListValue] = [:]
+    entries.reserveCapacity(dictionary.count)
+    var valid = true
+    dictionary.enumerateKeysAndObjects(options: []) { key, object, stop in
+      guard let name = key as? String,
+        let value = unwrapOptional(object).flatMap(PropertyListValue.init(foundationObject:))
+      else {
+        valid = false
+        stop.pointee = true
+        return
+      }
+      entries[PropertyListKey(name)] = value
+    }
+    return valid ? entries : nil
   }
 
   private init?(number: NSNumber) {
@@ -146,10 +181,44 @@ extension PropertyListValue {
     case .data(let value): value
     case .date(let value): value
     case .array(let items): items.map(\.foundationObject)
-    case .dictionary(let entries): entries.mapValues(\.foundationObject)
+    case .dictionary(let entries): foundationDictionary(entries)
     }
   }
 }
+
+/// A dictionary's entries as the Swift dictionary `UserDefaults.set(_:forKey:)` takes: of two keys that differ only
+/// by Unicode normalization (one Swift `String` to Swift), the one CoreFoundation sorts first is kept.
+private func foundationDictionary(_ entries: [PropertyListKey: PropertyListValue]) -> [String: Any] {
+  var result: [String: Any] = [:]
+  result.reserveCapacity(entries.count)
+  for key in entries.keys.sorted() where result[key.string] == nil {
+    result[key.string] = entries[key]!.foundationObject
+  }
+  return result
+}
+
+#if os(Linux)
+  extension PropertyListValue {
+    /// The value as the object CoreFoundation stores (what corelibs' `UserDefaults.set` makes of a Swift value),
+    /// with a dictionary's keys as strings CoreFoundation compares exactly, so no two keys merge.
+    var corelibsObject: AnyObject {
+      switch self {
+      case .bool(let value): return NSNumber(value: value)
+      case .integer(let value):
+        if let small = Int64(exactly: value) { return NSNumber(value: small) }
+        return NSNumber(value: UInt64(exactly: value) ?? (value < 0 ? 0 : UInt64.max))
+      case .real(let value): return NSNumber(value: value)
+      case .string(let value): return NSString(string: value)
+      case .data(let value): return NSData(data: value)
+      case .date(let value): return NSDate(timeIntervalSinceReferenceDate: value.timeIntervalSinceReferenceDate)
+      case .array(let items): return NSArray(array: items.map(\.corelibsObject))
+      case .dictionary(let entries):
+        let keys = entries.keys.map { CorelibsPreferences.exactString($0.string) ?? NSString(string: $0.string) }
+        return NSDictionary(objects: entries.values.map(\.corelibsObject), forKeys: keys)
+      }
+    }
+  }
+#endif
 
 extension PropertyListValue {
   /// Whether two stored values are the same setting: `==`, except that a NaN is the same as another NaN (IEEE

@@ -52,10 +52,10 @@ enum Commands {
     return !(store.suiteName.flatMap { store.userDefaults.persistentDomain(forName: $0) } ?? [:]).isEmpty
   }
 
-  /// The domain's keys and values as saved.
-  static func contents(_ store: DefaultsStore) -> [String: PropertyListValue] {
-    let domain = store.suiteName.flatMap { store.userDefaults.persistentDomain(forName: $0) } ?? [:]
-    return domain.compactMapValues(PropertyListValue.init(foundationObject:))
+  /// The domain's keys and values as saved, each key exactly as stored (two keys that differ only by Unicode
+  /// normalization are two entries).
+  static func contents(_ store: DefaultsStore) -> [PropertyListKey: PropertyListValue] {
+    store.storedEntries
   }
 
   /// The domains: the `.plist` files of the platform's preferences folder (`$XDG_CONFIG_HOME` or `~/.config` on
@@ -149,7 +149,7 @@ enum Commands {
   }
 
   static func value(of key: String, in store: DefaultsStore, domain: String) throws -> PropertyListValue {
-    guard let value = contents(store)[key] else { throw missingKey(key, domain: domain) }
+    guard let value = contents(store)[PropertyListKey(key)] else { throw missingKey(key, domain: domain) }
     return value
   }
 
@@ -167,7 +167,9 @@ enum Commands {
       let matching =
         name.localizedCaseInsensitiveContains(word)
         ? entries
-        : entries.filter { $0.key.localizedCaseInsensitiveContains(word) || Formatting.contains(word, in: $0.value) }
+        : entries.filter {
+          $0.key.string.localizedCaseInsensitiveContains(word) || Formatting.contains(word, in: $0.value)
+        }
       guard !matching.isEmpty else { continue }
       found = true
       RDefaults.printOut(
@@ -284,8 +286,10 @@ enum Commands {
         throw RDefaults.usage(
           "-dict takes pairs of KEY VALUE; '\(Formatting.escaped(values.last ?? ""))' has no value.", command: "write")
       }
-      var entries: [String: PropertyListValue] = [:]
-      for index in stride(from: 0, to: values.count, by: 2) { entries[values[index]] = .string(values[index + 1]) }
+      var entries: [PropertyListKey: PropertyListValue] = [:]
+      for index in stride(from: 0, to: values.count, by: 2) {
+        entries[PropertyListKey(values[index])] = .string(values[index + 1])
+      }
       return .dictionary(entries)
     default:
       throw RDefaults.usage("unknown type '\(type)'.", command: "write")
@@ -328,7 +332,8 @@ enum Commands {
     let (domain, old, new) = (words.positional[0], words.positional[1], words.positional[2])
     guard !new.isEmpty else { throw RDefaults.usage("the new key name is empty.", command: "rename") }
     let store = try openExisting(domain, command: "rename")
-    guard old != new else {
+    // By exact characters: one spelling of a name renamed to another (NFD to NFC) is a rename.
+    guard PropertyListKey(old) != PropertyListKey(new) else {
       // Nothing to move, but the key must exist.
       _ = try value(of: old, in: store, domain: domain)
       return
@@ -359,9 +364,13 @@ enum Commands {
     let words = try Words(arguments, command: "export")
     try words.expect(2...2, "'export' needs a domain and a file")
     let (domain, path) = (words.positional[0], words.positional[1])
+    guard !path.isEmpty else {
+      throw RDefaults.usage("the file name is empty; name a file, or '-' for standard output.", command: "export")
+    }
     let store = try openExisting(domain, command: "export")
-    let data = try PropertyListSerialization.data(
-      fromPropertyList: store.userDefaults.persistentDomain(forName: domain) ?? [:], format: .xml, options: 0)
+    // The library's encoder, not PropertyListSerialization: corelibs' `persistentDomain(forName:)` would merge keys
+    // that differ only by Unicode normalization.
+    let data = DefaultsStore.xmlPropertyList(contents(store))
     if path == "-" {
       RDefaults.writeAll(data, to: STDOUT_FILENO)
     } else {
@@ -374,6 +383,11 @@ enum Commands {
   private static func writeExport(_ data: Data, to path: String) throws {
     var info = stat()
     let isRegularFile = lstat(path, &info) != 0 || info.st_mode & S_IFMT == S_IFREG
+    if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
+      throw Failure(
+        message: "cannot write '\(Formatting.escaped(path))': it is a folder.", hint: "Name a file inside it.",
+        code: .failure)
+    }
     do {
       if isRegularFile {
         try data.write(to: URL(fileURLWithPath: path), options: .atomic)
@@ -387,8 +401,21 @@ enum Commands {
       }
     } catch {
       throw Failure(
-        message: "cannot write '\(Formatting.escaped(path))': \(error.localizedDescription)", hint: nil, code: .failure)
+        message: "cannot write '\(Formatting.escaped(path))': \(systemReason(error))", hint: nil, code: .failure)
     }
+  }
+
+  /// The system's reason for a failed file operation (`No such file or directory`), where Foundation's own message
+  /// would be a bare error code (`The operation could not be completed. (NSCocoaErrorDomain error 512.)`).
+  static func systemReason(_ error: any Error) -> String {
+    var current = error as NSError
+    while true {
+      if current.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(current.code))) }
+      guard let underlying = current.userInfo[NSUnderlyingErrorKey] as? NSError else { break }
+      current = underlying
+    }
+    if let posix = error as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
+    return error.localizedDescription
   }
 
   static func `import`(_ arguments: [String]) throws {
@@ -398,23 +425,26 @@ enum Commands {
     let store = try openStore(domain, command: "import", reading: false)
     let progress = ImportProgress()
     defer { progress.finish() }
-    let data: Data
-    if path == "-" {
-      data = FileHandle.standardInput.readData(ofLength: DefaultsStore.maximumFileSize + 1)
-    } else {
-      guard let handle = FileHandle(forReadingAtPath: path) else {
-        throw Failure(message: "cannot read '\(path)'.", hint: "Check the path.", code: .failure)
-      }
-      defer { try? handle.close() }
-      data = (try? handle.read(upToCount: DefaultsStore.maximumFileSize + 1)) ?? Data()
+    guard !path.isEmpty else {
+      throw RDefaults.usage("the file name is empty; name a file, or '-' for standard input.", command: "import")
     }
-    let entries: [String: PropertyListValue]
+    let source = path == "-" ? "standard input" : "'\(Formatting.escaped(path))'"
+    let data: Data
+    do {
+      data = try readImport(path)
+    } catch {
+      throw Failure(message: "cannot read \(source): \(systemReason(error)).", hint: "Check the path.", code: .failure)
+    }
+    let entries: [PropertyListKey: PropertyListValue]
     do {
       entries = try DefaultsStore.domain(fromPropertyList: data)
     } catch {
+      let reason: String
+      if case .unreadableFile(_, let why, _) = error { reason = why } else { reason = "\(error)" }
       throw Failure(
-        message: "'\(path)' cannot be imported: \(error)",
-        hint: "Export a domain with 'rdefaults export DOMAIN FILE' to see the expected form.", code: .failure)
+        message: "\(source) cannot be imported: it \(reason).",
+        hint: "An import needs a property list (XML or binary) whose root is a dictionary of keys and values, at most "
+          + "\(DefaultsStore.maximumFileSize >> 20) MiB; 'rdefaults export DOMAIN FILE' writes one.", code: .failure)
     }
     if entries.keys.contains("") {
       throw Failure(
@@ -430,6 +460,17 @@ enum Commands {
         code: .failure)
     }
     progress.done = true
+  }
+
+  /// The bytes of an import's input: a file, or standard input for `-`; at most one byte more than the largest
+  /// importable file (so that a larger one is refused by its size).
+  private static func readImport(_ path: String) throws -> Data {
+    let limit = DefaultsStore.maximumFileSize + 1
+    guard path != "-" else { return try FileHandle.standardInput.read(upToCount: limit) ?? Data() }
+    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+    return try handle.read(upToCount: limit) ?? Data()
   }
 
   // MARK: Watch
@@ -464,7 +505,7 @@ enum Commands {
               case (let before?, let after?): !before.isSameSetting(as: after)
               default: true
               }
-            }.map { ($0, now[$0]) }
+            }.map { ($0.string, now[$0]) }
           }
           for (key, value) in changes { print(key, value) }
         })

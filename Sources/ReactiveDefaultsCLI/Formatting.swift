@@ -29,8 +29,9 @@ enum Formatting {
       return "(\n" + lines.joined(separator: ",\n") + "\n" + closePad + ")"
     case .dictionary(let entries):
       guard !entries.isEmpty else { return "{\n}" }
+      let alike = lookAlikes(entries.keys)
       let lines = entries.keys.sorted().map { key in
-        pad + quote(key) + " = " + listing(entries[key]!, indent: indent + 4) + ";"
+        pad + keyName(key, alike: alike) + " = " + listing(entries[key]!, indent: indent + 4) + ";"
       }
       return "{\n" + lines.joined(separator: "\n") + "\n" + closePad + "}"
     case .string(let text):
@@ -47,7 +48,9 @@ enum Formatting {
     switch value {
     case .array(let items): return "(" + items.map(inline).joined(separator: ", ") + ")"
     case .dictionary(let entries):
-      return "{" + entries.keys.sorted().map { "\(quote($0)) = \(inline(entries[$0]!)); " }.joined() + "}"
+      let alike = lookAlikes(entries.keys)
+      return "{" + entries.keys.sorted().map { "\(keyName($0, alike: alike)) = \(inline(entries[$0]!)); " }.joined()
+        + "}"
     case .string(let text): return quote(text)
     default: return scalar(value)
     }
@@ -92,10 +95,33 @@ enum Formatting {
     switch value {
     case .array(let items): return items.contains { contains(word, in: $0) }
     case .dictionary(let entries):
-      return entries.contains { $0.key.localizedCaseInsensitiveContains(word) || contains(word, in: $0.value) }
+      return entries.contains { $0.key.string.localizedCaseInsensitiveContains(word) || contains(word, in: $0.value) }
     case .string(let text): return text.localizedCaseInsensitiveContains(word)
     default: return plain(value).localizedCaseInsensitiveContains(word)
     }
+  }
+
+  /// The keys that look alike: equal as Swift strings (which compare by canonical equivalence: `é` and `e` with a
+  /// combining accent, `K` and the Kelvin sign), different as stored.
+  private static func lookAlikes(_ keys: Dictionary<PropertyListKey, PropertyListValue>.Keys) -> Set<PropertyListKey> {
+    var byText: [String: [PropertyListKey]] = [:]
+    for key in keys { byText[key.string, default: []].append(key) }
+    return Set(byText.values.filter { $0.count > 1 }.joined())
+  }
+
+  /// A key as a listing shows it; one that looks like another key of the same dictionary has every character
+  /// outside ASCII escaped as `\Uxxxx`, so that `caf\U00e9` and `cafe\U0301` read as the two keys they are.
+  private static func keyName(_ key: PropertyListKey, alike: Set<PropertyListKey>) -> String {
+    guard alike.contains(key) else { return quote(key.string) }
+    var text = ""
+    for scalar in key.string.unicodeScalars {
+      if scalar.isASCII {
+        text += escaped(String(scalar), quoting: true)
+      } else {
+        text += String(format: "\\U%04x", scalar.value)
+      }
+    }
+    return "\"" + text + "\""
   }
 
   private static let plainCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:")
@@ -176,7 +202,12 @@ enum Formatting {
     case .data(let bytes): return bytes.base64EncodedString()
     case .date(let date): return ISO8601DateFormatter().string(from: date)
     case .array(let items): return items.map { json($0) }
-    case .dictionary(let entries): return entries.mapValues { json($0) }
+    case .dictionary(let entries):
+      // JSON objects here are Swift dictionaries: of two keys that differ only by Unicode normalization, the first
+      // in CoreFoundation's order is kept.
+      var object: [String: Any] = [:]
+      for key in entries.keys.sorted() where object[key.string] == nil { object[key.string] = json(entries[key]!) }
+      return object
     }
   }
 

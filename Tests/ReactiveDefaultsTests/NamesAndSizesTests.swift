@@ -64,7 +64,9 @@ import Testing
     let (store, _) = makeStore()
     defer { removeSuiteFile(store.suiteName!) }
     var building = PropertyListValue.string("bottom")
-    for level in 0..<200 { building = .dictionary(["level\(level)": building, "n": .integer(Int128(level))]) }
+    for level in 0..<200 {
+      building = .dictionary([PropertyListKey("level\(level)"): building, "n": .integer(Int128(level))])
+    }
     let nested = building
     let key = DefaultsKey<PropertyListValue?>("nested")
     let seen = Recorder<Bool>()

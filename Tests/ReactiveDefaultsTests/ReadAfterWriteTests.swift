@@ -38,6 +38,24 @@ import Testing
     #expect(store[registered] == "registered")
   }
 
+  /// A launch argument arrives as a string (`-volume 0.9`): a numeric key reads it as its number, over the stored
+  /// value, with no issue.
+  @Test func aNumericLaunchArgumentOverridesANumericKey() {
+    let (store, issues) = makeStore()
+    let name = "readAfterWrite.\(UUID().uuidString).volume"
+    let volume = DefaultsKey<Double>(name, default: 0.5)
+    let count = DefaultsKey<Int>(name + ".count", default: 0)
+    store[volume] = 0.1
+    store[count] = 1
+    let arguments = store.userDefaults.volatileDomain(forName: UserDefaults.argumentDomain)
+    store.userDefaults.setVolatileDomain(
+      arguments.merging([name: "0.9", name + ".count": "5"]) { $1 }, forName: UserDefaults.argumentDomain)
+    defer { store.userDefaults.setVolatileDomain(arguments, forName: UserDefaults.argumentDomain) }
+    #expect(store[volume] == 0.9)
+    #expect(store[count] == 5)
+    #expect(issues.values.isEmpty)
+  }
+
   /// Values read straight from the domain decode as the same types: numbers, Booleans, collections, dates, data.
   @Test func directReadsDecodeEveryKind() {
     let (store, issues) = makeStore()

@@ -155,8 +155,58 @@ private func roundTrip<Value: DefaultsValue & Equatable>(
     #expect(Float(propertyListValue: .real(1e300)) == nil)
     #expect(Float(propertyListValue: .real(.infinity)) == .infinity)
     #expect(Float(propertyListValue: .real(.nan))?.isNaN == true)
-    #expect(Int(propertyListValue: .string("3")) == nil)
+    #expect(Int(propertyListValue: .string("3.5")) == nil)
     #expect(Int(propertyListValue: .bool(true)) == nil)
+  }
+
+  /// Numeric strings read as numbers, as Apple's `integer(forKey:)` and `double(forKey:)` read them (a launch
+  /// argument `-volume 0.9` is the string "0.9"), but exactly: the whole string, no locale, no hexadecimal.
+  @Test(arguments: [
+    ("0.9", 0.9), ("5", 5), ("-12", -12), ("1e3", 1000), ("+2.5", 2.5), (".5", 0.5), ("5.", 5), ("-0", 0),
+    ("1E-2", 0.01),
+  ])
+  func numericStringsReadAsReals(text: String, expected: Double) {
+    #expect(Double(propertyListValue: .string(text)) == expected)
+    #expect(Float(propertyListValue: .string(text)) == Float(expected))
+  }
+
+  @Test(arguments: [
+    "5 apples", "0x10", "0x1p3", " 5", "5 ", "", ".", "e3", "1e", "1e+", "nan", "inf", "infinity", "1e999", "١٢",
+    "1,5", "1_000", "--1", "+-1",
+  ])
+  func otherStringsAreNotReals(text: String) {
+    #expect(Double(propertyListValue: .string(text)) == nil)
+    #expect(Int(propertyListValue: .string(text)) == nil)
+  }
+
+  @Test func numericStringsReadAsIntegersWithinRange() {
+    #expect(Int(propertyListValue: .string("5")) == 5)
+    #expect(Int(propertyListValue: .string("-12")) == -12)
+    #expect(Int(propertyListValue: .string("1e3")) == 1000)
+    #expect(Int(propertyListValue: .string("9223372036854775807")) == .max)
+    #expect(Int(propertyListValue: .string("9223372036854775808")) == nil)
+    #expect(UInt64(propertyListValue: .string("18446744073709551615")) == .max)
+    #expect(UInt8(propertyListValue: .string("256")) == nil)
+    #expect(UInt(propertyListValue: .string("-1")) == nil)
+    #expect(Int8(propertyListValue: .string("-128")) == -128)
+    #expect(Float(propertyListValue: .string("1e300")) == nil)
+  }
+
+  /// Through a store: a string in the suite (`rdefaults write d k 0.9` with no type flag) reads as the number, with
+  /// no issue; a string that is not a number still reads as the default and is reported.
+  @Test(arguments: Storage.allCases) func aNumericStringInTheSuiteReadsAsANumber(_ storage: Storage) throws {
+    let (store, issues) = makeStore(storage)
+    let raw = DefaultsKey<PropertyListValue?>("volume")
+    store[raw] = .string("0.9")
+    #expect(store[.volume] == 0.9)
+    store[DefaultsKey<PropertyListValue?>("count")] = .string("5")
+    #expect(store[.count] == 5)
+    #expect(issues.values.isEmpty)
+    store[raw] = .string("loud")
+    #expect(store[.volume] == 0.5)
+    #expect(throws: DefaultsError.typeMismatch(key: "volume", expected: "Double", found: "String")) {
+      try store.value(for: .volume)
+    }
   }
 
   @Test(arguments: [

@@ -8,7 +8,8 @@ import Testing
   private func expectSameBytes(_ entries: [String: PropertyListValue], _ label: String = "") throws {
     let theirs = try PropertyListSerialization.data(
       fromPropertyList: entries.mapValues(\.foundationObject), format: .xml, options: 0)
-    let ours = XMLPropertyList.encode(entries)
+    let ours = XMLPropertyList.encode(
+      Dictionary(uniqueKeysWithValues: entries.map { (PropertyListKey($0.key), $0.value) }))
     let difference =
       "\(label)\n--- ours\n\(String(decoding: ours, as: UTF8.self))\n--- CoreFoundation\n"
       + String(decoding: theirs, as: UTF8.self)
@@ -115,7 +116,9 @@ import Testing
       default:
         return .dictionary(
           Dictionary(
-            (0..<Int.random(in: 0...4, using: &generator)).map { _ in (randomString(), randomValue(depth + 1)) },
+            (0..<Int.random(in: 0...4, using: &generator)).map { _ in
+              (PropertyListKey(randomString()), randomValue(depth + 1))
+            },
             uniquingKeysWith: { first, _ in first }))
       }
     }

@@ -12,7 +12,7 @@ indirect enum ArchiveNode: Equatable {
   case data(Data)
   case reference(Int)
   case array([ArchiveNode])
-  case dictionary([String: ArchiveNode])
+  case dictionary([PropertyListKey: ArchiveNode])
 }
 
 /// A strict reader of binary property lists (`bplist00`), for data that may be anything.
@@ -164,10 +164,10 @@ struct BinaryPropertyList {
         children.append(value)
       }
       guard marker >> 4 == 0xD else { return .array(children) }
-      var entries: [String: ArchiveNode] = [:]
+      var entries: [PropertyListKey: ArchiveNode] = [:]
       for slot in 0..<count {
         guard case .string(let key) = children[slot] else { return nil }
-        entries[key] = children[count + slot]
+        entries[PropertyListKey(key)] = children[count + slot]
       }
       return .dictionary(entries)
     default:

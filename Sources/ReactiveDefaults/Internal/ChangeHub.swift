@@ -36,12 +36,14 @@ final class ChangeHub: Sendable {
 
   private struct State {
     var version: UInt64 = 0
-    var keys: [String: KeyEntry] = [:]
+    /// Keyed by exact characters: a write of one spelling of a key tells only that spelling's observers.
+    var keys: [PropertyListKey: KeyEntry] = [:]
     var receiverCount = 0
 
     /// Records `stored` as the key's newest value; returns whom to tell, or nil if nothing changed (or nobody
     /// observes the key).
-    mutating func record(_ stored: PropertyListValue?, forKey key: String) -> Fanout? {
+    mutating func record(_ stored: PropertyListValue?, forKey name: String) -> Fanout? {
+      let key = PropertyListKey(name)
       guard var entry = keys[key], !isSameSetting(entry.last, stored) else { return nil }
       version += 1
       entry.last = stored
@@ -63,8 +65,9 @@ final class ChangeHub: Sendable {
     }
 
     /// Adds a receiver, after recording the key's current value.
-    mutating func add(_ receiver: any ChangeReceiver, forKey key: String, current: PropertyListValue?) -> Added {
-      let fanout = record(current, forKey: key)
+    mutating func add(_ receiver: any ChangeReceiver, forKey name: String, current: PropertyListValue?) -> Added {
+      let fanout = record(current, forKey: name)
+      let key = PropertyListKey(name)
       let firstOfKey = keys[key] == nil
       if firstOfKey {
         version += 1
@@ -77,9 +80,10 @@ final class ChangeHub: Sendable {
 
     /// Removes a receiver (and the key's entry with its last one); returns it, to be released after the lock,
     /// and whether it was the key's last and the hub's last.
-    mutating func remove(_ receiver: any ChangeReceiver, forKey key: String) -> (
+    mutating func remove(_ receiver: any ChangeReceiver, forKey name: String) -> (
       removed: (any ChangeReceiver)?, lastOfHub: Bool, lastOfKey: Bool
     ) {
+      let key = PropertyListKey(name)
       guard let removed = keys[key]?.receivers.removeValue(forKey: ObjectIdentifier(receiver)) else {
         return (nil, false, false)
       }
@@ -103,7 +107,7 @@ final class ChangeHub: Sendable {
   /// Key changes reported by storage that were not the hub's own writes (for tests).
   let keyReportCount = Atomic<Int>(0)
   /// Keys reported changed by storage and not yet re-read.
-  private let reportedKeys = Locked<Set<String>>([])
+  private let reportedKeys = Locked<Set<PropertyListKey>>([])
   /// Refreshes scheduled by outside-change notifications so far (for tests: the hub's own writes schedule none).
   let externalRefreshCount = Atomic<Int>(0)
   private let issueListeners = Locked<[ObjectIdentifier: @Sendable (DefaultsError) -> Void]>([:])
@@ -205,10 +209,11 @@ final class ChangeHub: Sendable {
     func commit(_ findings: inout SuitePersistence.Findings, to persistence: SuitePersistence) throws -> Outcome {
       let (outcome, writes) = try body()
       guard !writes.isEmpty else { return outcome }
-      let changes = writes.map { (key: $0.key, value: $0.write.storedValue) }
+      let changes = writes.map { (key: PropertyListKey($0.key), value: $0.write.storedValue) }
       try persistence.commit(changes, findings: &findings) {
-        applied.fanouts = state.withLock { state in changes.compactMap { state.record($0.value, forKey: $0.key) } }
-        applied.written = changes.map(\.key)
+        applied.fanouts = state.withLock { state in changes.compactMap { state.record($0.value, forKey: $0.key.string) }
+        }
+        applied.written = changes.map(\.key.string)
       }
       return outcome
     }
@@ -242,10 +247,10 @@ final class ChangeHub: Sendable {
 
   /// Writes many keys at once, atomically: on Linux straight into the suite's file (one save, whatever the number
   /// of keys), elsewhere as one edit.
-  func merge(_ entries: [String: PropertyListValue]) throws(DefaultsError) {
+  func merge(_ entries: [PropertyListKey: PropertyListValue]) throws(DefaultsError) {
     if let persistence { return try persistence.merge(entries) }
     do {
-      try edit { ((), entries.map { (key: $0.key, write: StorageWrite.set($0.value)) }) }
+      try edit { ((), entries.map { (key: $0.key.string, write: StorageWrite.set($0.value)) }) }
     } catch let error as DefaultsError {
       throw error
     } catch {
@@ -275,7 +280,7 @@ final class ChangeHub: Sendable {
   /// last saw. Keys nobody observes are not read.
   func refresh() {
     let fanouts = state.withLock { state -> [Fanout] in
-      state.keys.keys.compactMap { key in state.record(storage.value(forKey: key), forKey: key) }
+      state.keys.keys.compactMap { key in state.record(storage.value(forKey: key.string), forKey: key.string) }
     }
     for fanout in fanouts { fanout.deliver() }
   }
@@ -283,7 +288,9 @@ final class ChangeHub: Sendable {
   /// Re-reads the given keys where observed (another hub wrote them, perhaps to this hub's suite).
   func recheck(_ keys: [String]) {
     let fanouts = state.withLock { state -> [Fanout] in
-      keys.compactMap { key in state.keys[key] == nil ? nil : state.record(storage.value(forKey: key), forKey: key) }
+      keys.compactMap { key in
+        state.keys[PropertyListKey(key)] == nil ? nil : state.record(storage.value(forKey: key), forKey: key)
+      }
     }
     for fanout in fanouts { fanout.deliver() }
   }
@@ -341,7 +348,7 @@ final class ChangeHub: Sendable {
     guard !gate.isHeldByCurrentThread else { return }
     keyReportCount.add(1, ordering: .relaxed)
     let first = reportedKeys.withLock { reported in
-      defer { reported.insert(key) }
+      defer { reported.insert(PropertyListKey(key)) }
       return reported.isEmpty
     }
     guard first else { return }
@@ -349,7 +356,7 @@ final class ChangeHub: Sendable {
       guard let self else { return }
       let keys = self.reportedKeys.withLock { reported in
         defer { reported = [] }
-        return Array(reported)
+        return reported.map(\.string)
       }
       self.recheck(keys)
     }

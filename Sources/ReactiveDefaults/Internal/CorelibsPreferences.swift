@@ -14,9 +14,101 @@
         UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?
       ) -> UnsafeMutableRawPointer?
 
-    private struct Symbols: @unchecked Sendable {  // immutable pointers to CoreFoundation's constants
+    private typealias SetValue = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) -> Void
+    private typealias CreateString =
+      @convention(c) (UnsafeRawPointer?, UnsafePointer<UInt8>?, Int, UInt32, UInt8) -> UnsafeMutableRawPointer?
+    private typealias CreatePropertyList =
+      @convention(c) (
+        UnsafeRawPointer?, UnsafeRawPointer?, UInt, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?
+      ) -> UnsafeMutableRawPointer?
+
+    private typealias TypeOf = @convention(c) (UnsafeRawPointer?) -> UInt
+    private typealias TypeID = @convention(c) () -> UInt
+    private typealias Count = @convention(c) (UnsafeRawPointer?) -> Int
+    private typealias KeysAndValues =
+      @convention(c) (
+        UnsafeRawPointer?, UnsafeMutablePointer<UnsafeRawPointer?>?, UnsafeMutablePointer<UnsafeRawPointer?>?
+      ) -> Void
+    private typealias ValueAtIndex = @convention(c) (UnsafeRawPointer?, Int) -> UnsafeRawPointer?
+
+    /// CoreFoundation's functions for reading its dictionaries and arrays as they are.
+    private struct Collections: @unchecked Sendable {  // immutable pointers to CoreFoundation's functions
+      let typeOf: TypeOf
+      let dictionaryType: UInt
+      let arrayType: UInt
+      let dictionaryCount: Count
+      let keysAndValues: KeysAndValues
+      let arrayCount: Count
+      let valueAtIndex: ValueAtIndex
+    }
+
+    private static let collections: Collections? = {
+      guard let typeOf = dlsym(nil, "CFGetTypeID"), let dictionaryType = dlsym(nil, "CFDictionaryGetTypeID"),
+        let arrayType = dlsym(nil, "CFArrayGetTypeID"), let dictionaryCount = dlsym(nil, "CFDictionaryGetCount"),
+        let keysAndValues = dlsym(nil, "CFDictionaryGetKeysAndValues"), let arrayCount = dlsym(nil, "CFArrayGetCount"),
+        let valueAtIndex = dlsym(nil, "CFArrayGetValueAtIndex")
+      else { return nil }
+      return Collections(
+        typeOf: unsafeBitCast(typeOf, to: TypeOf.self),
+        dictionaryType: unsafeBitCast(dictionaryType, to: TypeID.self)(),
+        arrayType: unsafeBitCast(arrayType, to: TypeID.self)(),
+        dictionaryCount: unsafeBitCast(dictionaryCount, to: Count.self),
+        keysAndValues: unsafeBitCast(keysAndValues, to: KeysAndValues.self),
+        arrayCount: unsafeBitCast(arrayCount, to: Count.self),
+        valueAtIndex: unsafeBitCast(valueAtIndex, to: ValueAtIndex.self))
+    }()
+
+    /// A dictionary or array CoreFoundation made or holds, as a property-list value, read through CoreFoundation at
+    /// every level: corelibs' `NSDictionary` hands out nested dictionaries cast to `[String: Any]`, which merges keys
+    /// that differ only by Unicode normalization. nil for anything that is not a property-list value; scalars are
+    /// left to ``PropertyListValue/init(foundationObject:)`` (nil here too: call it only for collections).
+    static func collectionValue(of object: AnyObject) -> PropertyListValue? {
+      guard let collections else { return nil }
+      return withExtendedLifetime(object) { () -> PropertyListValue? in
+        let pointer = UnsafeRawPointer(Unmanaged.passUnretained(object).toOpaque())
+        func element(_ raw: UnsafeRawPointer?) -> PropertyListValue? {
+          guard let raw else { return nil }
+          let item = Unmanaged<AnyObject>.fromOpaque(raw).takeUnretainedValue()
+          let type = collections.typeOf(raw)
+          if type == collections.dictionaryType || type == collections.arrayType { return collectionValue(of: item) }
+          return PropertyListValue(foundationObject: item)
+        }
+        let type = collections.typeOf(pointer)
+        if type == collections.dictionaryType {
+          let count = collections.dictionaryCount(pointer)
+          var keys = [UnsafeRawPointer?](repeating: nil, count: count)
+          var values = [UnsafeRawPointer?](repeating: nil, count: count)
+          collections.keysAndValues(pointer, &keys, &values)
+          var entries: [PropertyListKey: PropertyListValue] = [:]
+          entries.reserveCapacity(count)
+          for index in 0..<count {
+            guard let key = keys[index],
+              let name = Unmanaged<AnyObject>.fromOpaque(key).takeUnretainedValue() as? String,
+              let value = element(values[index])
+            else { return nil }
+            entries[PropertyListKey(name)] = value
+          }
+          return .dictionary(entries)
+        }
+        guard type == collections.arrayType else { return nil }
+        var items: [PropertyListValue] = []
+        let count = collections.arrayCount(pointer)
+        items.reserveCapacity(count)
+        for index in 0..<count {
+          guard let item = element(collections.valueAtIndex(pointer, index)) else { return nil }
+          items.append(item)
+        }
+        return .array(items)
+      }
+    }
+
+    private struct Symbols: @unchecked Sendable {  // immutable pointers to CoreFoundation's functions and constants
       let synchronize: Synchronize
       let copyValue: CopyValue
+      let copyMultiple: CopyValue
+      let setValue: SetValue
+      let createString: CreateString
+      let createPropertyList: CreatePropertyList
       let currentApplication: UnsafeRawPointer
       let currentUser: UnsafeRawPointer
       let anyHost: UnsafeRawPointer
@@ -27,12 +119,21 @@
         dlsym(nil, name).flatMap { $0.assumingMemoryBound(to: UnsafeRawPointer?.self).pointee }
       }
       guard let function = dlsym(nil, "CFPreferencesSynchronize"), let copyValue = dlsym(nil, "CFPreferencesCopyValue"),
+        let copyMultiple = dlsym(nil, "CFPreferencesCopyMultiple"),
+        let setValue = dlsym(nil, "CFPreferencesSetAppValue"),
+        let createString = dlsym(nil, "CFStringCreateWithBytes"),
+        let createPropertyList = dlsym(nil, "CFPropertyListCreateWithData"),
         let currentApplication = constant("kCFPreferencesCurrentApplication"),
         let currentUser = constant("kCFPreferencesCurrentUser"), let anyHost = constant("kCFPreferencesAnyHost")
       else { return nil }
       return Symbols(
         synchronize: unsafeBitCast(function, to: Synchronize.self),
-        copyValue: unsafeBitCast(copyValue, to: CopyValue.self), currentApplication: currentApplication,
+        copyValue: unsafeBitCast(copyValue, to: CopyValue.self),
+        copyMultiple: unsafeBitCast(copyMultiple, to: CopyValue.self),
+        setValue: unsafeBitCast(setValue, to: SetValue.self),
+        createString: unsafeBitCast(createString, to: CreateString.self),
+        createPropertyList: unsafeBitCast(createPropertyList, to: CreatePropertyList.self),
+        currentApplication: currentApplication,
         currentUser: currentUser, anyHost: anyHost)
     }()
 
@@ -56,8 +157,7 @@
     /// It sees plain `UserDefaults` writes of this process. nil when the domain has no such key, or the function is
     /// not there.
     static func value(forKey key: String, domain: String?) -> Any? {
-      guard let symbols else { return nil }
-      let name = NSString(string: key)
+      guard let symbols, let name = exactString(key) else { return nil }
       let suite = domain.map(NSString.init(string:))
       return withExtendedLifetime((name, suite)) { () -> Any? in
         let application = suite.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
@@ -67,6 +167,71 @@
             symbols.anyHost)
         else { return nil }
         // CFPreferencesCopyValue follows the Create rule: the caller owns the value.
+        return Unmanaged<AnyObject>.fromOpaque(raw).takeRetainedValue()
+      }
+    }
+
+    /// corelibs' copy of one domain of the current user, any host (a suite by its name, or the application's for
+    /// `nil`), as CoreFoundation holds it: an `NSDictionary` whose keys are read one by one
+    /// (``PropertyListValue/entries(of:)``), where `persistentDomain(forName:)` casts it to `[String: Any]`, merging
+    /// keys that differ only by Unicode normalization. nil when the function is not there.
+    static func domain(_ domain: String?) -> NSDictionary? {
+      guard let symbols else { return nil }
+      let suite = domain.map(NSString.init(string:))
+      return withExtendedLifetime(suite) { () -> NSDictionary? in
+        let application = suite.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
+        // With no list of keys, CFPreferencesCopyMultiple copies the whole domain (Create rule).
+        guard
+          let raw = symbols.copyMultiple(
+            nil, application ?? symbols.currentApplication, symbols.currentUser, symbols.anyHost)
+        else { return NSDictionary() }
+        return Unmanaged<NSDictionary>.fromOpaque(raw).takeRetainedValue()
+      }
+    }
+
+    /// Writes (or, for nil, removes) `key` in one domain of the current user, any host, as corelibs'
+    /// `UserDefaults.set(_:forKey:)` does, but with the key as a CoreFoundation string (``exactString(_:)``). False
+    /// when the functions are not there.
+    static func set(_ value: AnyObject?, forKey key: String, domain: String?) -> Bool {
+      guard let symbols, let name = exactString(key) else { return false }
+      let suite = domain.map(NSString.init(string:))
+      withExtendedLifetime((name, suite, value)) {
+        let application = suite.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
+        symbols.setValue(
+          Unmanaged.passUnretained(name).toOpaque(),
+          value.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) },
+          application ?? symbols.currentApplication)
+      }
+      return true
+    }
+
+    /// `text` as a string CoreFoundation made (`CFStringCreateWithBytes`), which it compares by its exact UTF-16 code
+    /// units. A Swift-made `NSString` compares by Swift's canonical equivalence wherever CoreFoundation asks it: as a
+    /// key of a preferences domain, "café" spelled with a combining accent would then replace, or hide, "café" with a
+    /// precomposed é (its dirty-key list would even drop the second one's write from corelibs' save).
+    static func exactString(_ text: String) -> NSString? {
+      guard let symbols else { return nil }
+      var text = text
+      return text.withUTF8 { bytes -> NSString? in
+        let kCFStringEncodingUTF8: UInt32 = 0x0800_0100
+        guard let raw = symbols.createString(nil, bytes.baseAddress, bytes.count, kCFStringEncodingUTF8, 0) else {
+          return nil
+        }
+        return Unmanaged<NSString>.fromOpaque(raw).takeRetainedValue()
+      }
+    }
+
+    /// The property list in `data`, parsed by CoreFoundation (`CFPropertyListCreateWithData`) and returned as
+    /// CoreFoundation made it: corelibs' `PropertyListSerialization` casts a dictionary to `[String: Any]`, merging
+    /// keys that differ only by Unicode normalization. nil when the data is not a property list.
+    static func propertyList(from data: Data) -> AnyObject? {
+      guard let symbols else { return nil }
+      let bytes = NSData(data: data)
+      return withExtendedLifetime(bytes) { () -> AnyObject? in
+        // kCFPropertyListImmutable; no format or error wanted.
+        guard let raw = symbols.createPropertyList(nil, Unmanaged.passUnretained(bytes).toOpaque(), 0, nil, nil) else {
+          return nil
+        }
         return Unmanaged<AnyObject>.fromOpaque(raw).takeRetainedValue()
       }
     }

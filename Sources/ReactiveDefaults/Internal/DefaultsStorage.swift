@@ -34,7 +34,7 @@ protocol DefaultsStorage: AnyObject, Sendable {
   /// Writes, and returns the value now stored.
   func apply(_ write: StorageWrite, forKey key: String) -> PropertyListValue?
   /// Every key and value of the suite's own domain (no registered defaults, no arguments).
-  func snapshot() -> [String: PropertyListValue]
+  func snapshot() -> [PropertyListKey: PropertyListValue]
   /// Starts telling `handler` of changes the hub did not make (`didChangeNotification`, a simulated foreign
   /// write), on the thread that learned of them: possibly inside a write of the hub's.
   func observeExternalChanges(_ handler: @escaping @Sendable () -> Void)

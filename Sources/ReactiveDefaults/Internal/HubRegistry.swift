@@ -9,7 +9,9 @@ import Synchronization
 /// when two threads build one for the same suite, the first inserted wins and the other is discarded.
 enum HubRegistry {
   private enum Key: Hashable {
-    case suite(String)
+    /// By exact characters, as CoreFoundation names a domain (and the file system its file): two names that differ
+    /// only by Unicode normalization are two suites.
+    case suite(PropertyListKey)
     case instance(ObjectIdentifier)
   }
 
@@ -23,11 +25,11 @@ enum HubRegistry {
 
   /// The hub of a named suite, made (with its `UserDefaults`) on first use; nil if Foundation refuses the name.
   static func hub(suiteName: String) -> ChangeHub? {
-    if let hub = lookUp([.suite(suiteName)]) { return hub }
+    if let hub = lookUp([.suite(PropertyListKey(suiteName))]) { return hub }
     guard let defaults = UserDefaults(suiteName: suiteName) else { return nil }
     let candidate = ChangeHub(
       storage: UserDefaultsStorage(defaults, domain: (suiteName, false)), suiteName: suiteName, suiteIsKnown: true)
-    return insert(candidate, keys: [.suite(suiteName), .instance(ObjectIdentifier(defaults))])
+    return insert(candidate, keys: [.suite(PropertyListKey(suiteName)), .instance(ObjectIdentifier(defaults))])
   }
 
   /// The hub of an existing `UserDefaults` instance: the hub of its suite when the suite can be told, else one of
@@ -38,13 +40,15 @@ enum HubRegistry {
     let domain = suiteIsTold ? domain(of: defaults) : nil
     // Only the hub's own instance is registered by identity: it keeps the instance alive, so no other instance can
     // take its address.
-    if let domain, let hub = lookUp([.suite(domain.name)]) { return hub }
+    if let domain, let hub = lookUp([.suite(PropertyListKey(domain.name))]) { return hub }
     if let hub = lookUp([.instance(ObjectIdentifier(defaults))]) { return hub }
     let candidate = ChangeHub(
       storage: UserDefaultsStorage(defaults, domain: domain),
       suiteName: domain.flatMap { $0.isStandard ? nil : $0.name },
       suiteIsKnown: domain != nil)
-    return insert(candidate, keys: (domain.map { [.suite($0.name)] } ?? []) + [.instance(ObjectIdentifier(defaults))])
+    return insert(
+      candidate,
+      keys: (domain.map { [.suite(PropertyListKey($0.name))] } ?? []) + [.instance(ObjectIdentifier(defaults))])
   }
 
   /// The suite of an instance. Foundation does not say; on Linux, corelibs' `UserDefaults` is Swift and keeps it

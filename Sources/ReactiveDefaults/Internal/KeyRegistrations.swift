@@ -13,19 +13,20 @@ import Synchronization
 final class KeyRegistrations: Sendable {
   /// What to do next, decided under the lock.
   enum Action: Hashable {
-    case register(String)
-    case unregister(String)
+    case register(PropertyListKey)
+    case unregister(PropertyListKey)
     case done
   }
 
   struct State {
-    var wanted: [String: Int] = [:]
-    var registered: Set<String> = []
+    var wanted: [PropertyListKey: Int] = [:]
+    var registered: Set<PropertyListKey> = []
     var applying = false
 
     /// Records a change of a key's count; true when the caller must apply registrations.
-    mutating func change(_ key: String, by delta: Int) -> Bool {
-      guard KeyRegistrations.canRegister(key) else { return false }
+    mutating func change(_ name: String, by delta: Int) -> Bool {
+      guard KeyRegistrations.canRegister(name) else { return false }
+      let key = PropertyListKey(name)
       let count = (wanted[key] ?? 0) + delta
       // A −1 may arrive before its +1 (reports from different threads): counts below zero are kept.
       wanted[key] = count != 0 ? count : nil
@@ -69,26 +70,26 @@ final class KeyRegistrations: Sendable {
     guard state.withLock({ $0.change(key, by: delta) }) else { return }
     while true {
       switch state.withLock({ $0.next() }) {
-      case .register(let key): register(key)
-      case .unregister(let key): unregister(key)
+      case .register(let key): register(key.string)
+      case .unregister(let key): unregister(key.string)
       case .done: return
       }
     }
   }
 
   /// The keys registered now.
-  var registeredKeys: Set<String> {
+  var registeredKeys: Set<PropertyListKey> {
     state.withLock { $0.registered }
   }
 
   /// Unregisters every key (the storage is going away).
   func unregisterAll() {
-    for key in state.withLock({ state -> Set<String> in
+    for key in state.withLock({ state -> Set<PropertyListKey> in
       defer { state.registered = [] }
       state.wanted = [:]
       return state.registered
     }) {
-      unregister(key)
+      unregister(key.string)
     }
   }
 }

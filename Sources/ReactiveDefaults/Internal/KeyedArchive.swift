@@ -55,10 +55,10 @@ enum KeyedArchive {
     switch value {
     case let text as String: return .string(text)
     case let entries as [AnyHashable: Any]:
-      var result: [String: ArchiveNode] = [:]
+      var result: [PropertyListKey: ArchiveNode] = [:]
       for (key, element) in entries {
         guard let name = key.base as? String, let child = node(element) else { return nil }
-        result[name] = child
+        result[PropertyListKey(name)] = child
       }
       if result.count == 1, case .integer(let index)? = result["CF$UID"] { return .reference(Int(index)) }
       return .dictionary(result)

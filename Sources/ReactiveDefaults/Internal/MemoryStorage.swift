@@ -26,24 +26,24 @@ final class MemoryStorage: DefaultsStorage {
     static let isolated = Behavior()
   }
 
-  private let values: Locked<[String: PropertyListValue]>
+  private let values: Locked<[PropertyListKey: PropertyListValue]>
   private let behavior: Behavior
   private let externalChange = Locked<(@Sendable () -> Void)?>(nil)
   private let keyChanges = KeyChangeForwarder()
   /// The keys registered for reports (the bookkeeping Apple platforms use for key-value observing).
   let registrations = KeyRegistrations(register: { _ in }, unregister: { _ in })
 
-  init(_ initial: [String: PropertyListValue] = [:], behavior: Behavior = .isolated) {
+  init(_ initial: [PropertyListKey: PropertyListValue] = [:], behavior: Behavior = .isolated) {
     values = Locked(initial)
     self.behavior = behavior
   }
 
   func object(forKey key: String) -> Any? {
-    values.withLock { $0[key] }?.foundationObject
+    values.withLock { $0[PropertyListKey(key)] }?.foundationObject
   }
 
   func value(forKey key: String) -> PropertyListValue? {
-    values.withLock { $0[key] }
+    values.withLock { $0[PropertyListKey(key)] }
   }
 
   func apply(_ write: StorageWrite, forKey key: String) -> PropertyListValue? {
@@ -53,7 +53,7 @@ final class MemoryStorage: DefaultsStorage {
     case .remove: stored = nil
     case .url(let url): stored = behavior.storesURLsAsApple ? Self.appleArchive(of: url) : try? url.propertyListValue()
     }
-    values.withLock { $0[key] = stored }
+    values.withLock { $0[PropertyListKey(key)] = stored }
     reportKeyChange(key)
     behavior.onWrite?(key)
     if behavior.postsChangesInsideWrites { externalChange.withLock { $0 }?() }
@@ -72,7 +72,7 @@ final class MemoryStorage: DefaultsStorage {
     }
   }
 
-  func snapshot() -> [String: PropertyListValue] {
+  func snapshot() -> [PropertyListKey: PropertyListValue] {
     values.withLock { $0 }
   }
 
@@ -83,20 +83,22 @@ final class MemoryStorage: DefaultsStorage {
   /// Another process's write: the value changes and, as on Apple platforms, only key-value observing reports it
   /// (Apple posts `didChangeNotification` for writes of the current process only), on the calling thread.
   func writeFromOutside(_ value: PropertyListValue?, forKey key: String) {
-    values.withLock { $0[key] = value }
+    values.withLock { $0[PropertyListKey(key)] = value }
     reportKeyChange(key)
   }
 
   /// A plain `UserDefaults` write in this process, not through the hub: reported by key-value observing and by
   /// the change notification, both inside the write.
   func writeInProcess(_ value: PropertyListValue?, forKey key: String) {
-    values.withLock { $0[key] = value }
+    values.withLock { $0[PropertyListKey(key)] = value }
     reportKeyChange(key)
     externalChange.withLock { $0 }?()
   }
 
   private func reportKeyChange(_ key: String) {
-    if behavior.reportsKeyChanges && registrations.registeredKeys.contains(key) { keyChanges.forward(key) }
+    if behavior.reportsKeyChanges && registrations.registeredKeys.contains(PropertyListKey(key)) {
+      keyChanges.forward(key)
+    }
   }
 
   func observeKeyChanges(_ handler: @escaping @Sendable (String) -> Void) {

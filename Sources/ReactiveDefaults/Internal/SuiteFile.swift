@@ -67,7 +67,7 @@ struct SuiteFile: Sendable {
 
   /// The suite's keys and values as a file holds them.
   struct Domain: Sendable {
-    var entries: [String: PropertyListValue]
+    var entries: [PropertyListKey: PropertyListValue]
     /// The file's bytes, compared after a save to see whether corelibs' own write added anything.
     var bytes: Data
   }
@@ -176,7 +176,7 @@ struct SuiteFile: Sendable {
   /// The dictionary a property list holds: binary ones through the strict reader (corelibs' binary parser crashes
   /// on some malformed input and expands reference bombs), XML through corelibs (which refuses nesting deeper
   /// than 511 levels rather than crash, and whose XML has no shared references).
-  static func parseDomain(_ bytes: Data) throws(SuiteFileProblem) -> [String: PropertyListValue] {
+  static func parseDomain(_ bytes: Data) throws(SuiteFileProblem) -> [PropertyListKey: PropertyListValue] {
     guard !bytes.isEmpty else { throw .empty }
     let root: PropertyListValue?
     if bytes.starts(with: Array("bplist".utf8)) {
@@ -184,9 +184,14 @@ struct SuiteFile: Sendable {
       root = PropertyListValue(archiveNode: node)
       guard root != nil else { throw .notPropertyList }
     } else {
-      guard let object = try? PropertyListSerialization.propertyList(from: bytes, format: nil) else {
-        throw .notPropertyList
-      }
+      #if os(Linux)
+        // CoreFoundation's own dictionary, read key by key (PropertyListSerialization would merge keys that differ
+        // only by Unicode normalization).
+        let parsed = CorelibsPreferences.propertyList(from: bytes)
+      #else
+        let parsed = try? PropertyListSerialization.propertyList(from: bytes, format: nil)
+      #endif
+      guard let object = parsed else { throw .notPropertyList }
       root = PropertyListValue(foundationObject: object)
     }
     guard case .dictionary(let entries)? = root else { throw .notDictionary(root?.kindName ?? "other object") }
@@ -217,27 +222,21 @@ struct SuiteFile: Sendable {
 
   // MARK: Writing
 
-  /// The bytes of a domain as the suite file holds them: an XML property list, as corelibs writes it, so that
-  /// corelibs' own rewrite of the same domain is recognised byte for byte.
-  static func encode(_ entries: [String: Any]) throws(SaveFailure) -> Data {
-    encode(try Self.entries(entries))
-  }
-
-  /// A domain corelibs holds, as property-list values.
-  static func entries(_ entries: [String: Any]) throws(SaveFailure) -> [String: PropertyListValue] {
-    var values: [String: PropertyListValue] = [:]
-    values.reserveCapacity(entries.count)
-    for (key, object) in entries {
-      guard let value = PropertyListValue(foundationObject: object) else {
-        throw SaveFailure("cannot encode the domain: '\(key)' holds a \(type(of: object)), not a property-list value")
-      }
-      values[key] = value
+  /// A domain corelibs holds (``CorelibsPreferences/domain(_:)``), as property-list values, each key exactly as
+  /// corelibs holds it.
+  static func entries(_ domain: NSDictionary) throws(SaveFailure) -> [PropertyListKey: PropertyListValue] {
+    if case .dictionary(let entries)? = PropertyListValue(foundationObject: domain) { return entries }
+    var failure = "it holds a value that is not a property-list value"
+    domain.enumerateKeysAndObjects(options: []) { key, object, stop in
+      guard PropertyListValue(foundationObject: object) == nil else { return }
+      failure = "'\(key)' holds a \(type(of: object)), not a property-list value"
+      stop.pointee = true
     }
-    return values
+    throw SaveFailure("cannot encode the domain: \(failure)")
   }
 
   /// A domain as the XML property list corelibs would write for it, byte for byte (``XMLPropertyList``).
-  static func encode(_ entries: [String: PropertyListValue]) -> Data {
+  static func encode(_ entries: [PropertyListKey: PropertyListValue]) -> Data {
     XMLPropertyList.encode(entries)
   }
 
@@ -537,7 +536,7 @@ extension PropertyListValue {
       }
       self = .array(values)
     case .dictionary(let entries):
-      var values: [String: PropertyListValue] = [:]
+      var values: [PropertyListKey: PropertyListValue] = [:]
       values.reserveCapacity(entries.count)
       for (key, item) in entries {
         guard let value = PropertyListValue(archiveNode: item) else { return nil }

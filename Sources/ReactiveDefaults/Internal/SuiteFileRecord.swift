@@ -39,10 +39,10 @@ final class SuiteFileRecord: Sendable {
     /// The keys and values of the file as this process last saved or parsed it, and the file's stamp then: a save
     /// of a file unchanged since applies its writes to these instead of copying corelibs' whole domain (bridging
     /// every value, under corelibs' lock, which the writers of the suite wait for).
-    var known: (stamp: SuiteFile.Stamp, entries: [String: PropertyListValue])?
+    var known: (stamp: SuiteFile.Stamp, entries: [PropertyListKey: PropertyListValue])?
 
     /// The file's entries as last known, if the file is still as it was then.
-    func entries(at stamp: SuiteFile.Stamp?) -> [String: PropertyListValue]? {
+    func entries(at stamp: SuiteFile.Stamp?) -> [PropertyListKey: PropertyListValue]? {
       guard let known, known.stamp == stamp else { return nil }
       return known.entries
     }
@@ -204,7 +204,8 @@ final class SuiteFileRecord: Sendable {
   /// `writtenSince` names the keys written again since the writes were taken: corelibs' content holds their newer
   /// values, which this save's must not replace.
   func save(
-    _ defaults: UserDefaults, takingWrites: () -> [String: PropertyListValue?], writtenSince: () -> Set<String>,
+    _ defaults: UserDefaults, takingWrites: () -> [PropertyListKey: PropertyListValue?],
+    writtenSince: () -> Set<PropertyListKey>,
     dropCopy: () -> Bool
   ) throws(SaveFailure) -> SaveOutcome {
     let outcome = try locked { () throws(SaveFailure) -> SaveOutcome in
@@ -212,7 +213,7 @@ final class SuiteFileRecord: Sendable {
       let check = try check()
       let stamp = file.stamp()
       // What the journal holds.
-      var entries: [String: PropertyListValue]?
+      var entries: [PropertyListKey: PropertyListValue]?
       if !check.changedElsewhere, stamp != nil, var known = state.withLock({ $0.entries(at: stamp) }) {
         // The file is as this process last saved or parsed it: the writes applied to it.
         for (key, value) in writes { known[key] = value }
@@ -220,7 +221,7 @@ final class SuiteFileRecord: Sendable {
       } else if !check.changedElsewhere && stamp != nil {
         // The file is as this process last saved or loaded it, so corelibs' memory is that file plus the
         // unsaved writes: the merged domain as it stands, with no need to parse the file again.
-        entries = try SuiteFile.entries(defaults.persistentDomain(forName: file.domainName) ?? [:])
+        entries = try corelibsDomain(defaults)
       } else {
         var onDisk = try entriesOnDisk(check)
         for (key, value) in writes { onDisk[key] = value }
@@ -278,7 +279,7 @@ final class SuiteFileRecord: Sendable {
         // corelibs saved, but its file cannot be read back (a writer that takes no lock is rewriting it, or it
         // grew past the size limit): the journal takes corelibs' memory, which also holds writes made with plain
         // `UserDefaults` in this process (its list of them was just emptied), when that fits the limit.
-        if let memory = try? SuiteFile.entries(defaults.persistentDomain(forName: file.domainName) ?? [:]) {
+        if let memory = try? corelibsDomain(defaults) {
           let replacement = SuiteFile.encode(memory)
           if replacement.count <= SuiteFile.maximumSize,
             (try? SuiteFile.replaceAtomically(journal, with: replacement)) != nil
@@ -318,7 +319,7 @@ final class SuiteFileRecord: Sendable {
   /// The keys and values of the file as it is (call it holding the file's lock, after `check`): an unreadable file
   /// (reported and backed up by the check) is moved out of the way and counts as empty, so that neither this save
   /// nor corelibs' own reads it again.
-  private func entriesOnDisk(_ check: Check) throws(SaveFailure) -> [String: PropertyListValue] {
+  private func entriesOnDisk(_ check: Check) throws(SaveFailure) -> [PropertyListKey: PropertyListValue] {
     do throws(SuiteFileProblem) {
       if let domain = check.domain { return domain.entries }
       return try file.settledRead()?.entries ?? [:]
@@ -337,7 +338,7 @@ final class SuiteFileRecord: Sendable {
   /// copy is dropped, not merged. Much cheaper than writing many keys through corelibs, whose cost per new key
   /// grows with the number of unsaved keys; and a failure leaves both the file and memory as they were.
   /// Returns the problem the check found (an unreadable file, backed up, that is replaced).
-  func merge(_ changes: [(key: String, value: PropertyListValue?)]) throws(SaveFailure) -> DefaultsError? {
+  func merge(_ changes: [(key: PropertyListKey, value: PropertyListValue?)]) throws(SaveFailure) -> DefaultsError? {
     try locked { () throws(SaveFailure) -> DefaultsError? in
       let check = try check()
       var domain = try entriesOnDisk(check)
@@ -355,6 +356,16 @@ final class SuiteFileRecord: Sendable {
       markSynced(at: savedStamp, entries: domain)
       return check.issue
     }
+  }
+
+  /// corelibs' copy of the suite, with plain `UserDefaults` writes of this process, each key as corelibs holds it.
+  private func corelibsDomain(_ defaults: UserDefaults) throws(SaveFailure) -> [PropertyListKey: PropertyListValue] {
+    #if os(Linux)
+      let domain = CorelibsPreferences.domain(isStandardDomain ? nil : file.domainName) ?? NSDictionary()
+    #else
+      let domain = NSDictionary(dictionary: defaults.persistentDomain(forName: file.domainName) ?? [:])
+    #endif
+    return try SuiteFile.entries(domain)
   }
 
   /// Refuses to write a file the library would refuse to read (and move aside) at its next open.
@@ -442,7 +453,7 @@ final class SuiteFileRecord: Sendable {
   /// Records that the suite in memory is the file whose stamp is `stamp` (nil: no file; call it holding the file's
   /// lock), and that the file holds `entries`, when this process wrote them. The stamp is taken before corelibs
   /// loads the file, never after: a change in between then reads as a change.
-  private func markSynced(at stamp: SuiteFile.Stamp?, entries: [String: PropertyListValue]? = nil) {
+  private func markSynced(at stamp: SuiteFile.Stamp?, entries: [PropertyListKey: PropertyListValue]? = nil) {
     savedFileSize.store(Int(stamp?.size ?? 0), ordering: .relaxed)
     state.withLock { state in
       state.checked = stamp

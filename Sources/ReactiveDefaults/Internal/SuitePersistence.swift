@@ -32,7 +32,7 @@ final class SuitePersistence: Sendable {
 
   private struct State {
     /// Keys written since the last save, with the value each write stored (nil: removed).
-    var unsaved: [String: PropertyListValue?] = [:]
+    var unsaved: [PropertyListKey: PropertyListValue?] = [:]
     /// Saves that took their keys and have not finished: their keys are still in corelibs' dirty list.
     var savesInProgress = 0
     var saveScheduled = false
@@ -45,14 +45,14 @@ final class SuitePersistence: Sendable {
 
     mutating func wrote(_ key: String, _ value: PropertyListValue?, saveAfter maximum: Int) -> WriteAction {
       let first = unsaved.isEmpty
-      unsaved.updateValue(value, forKey: key)
+      unsaved.updateValue(value, forKey: PropertyListKey(key))
       if unsaved.count >= maximum { return .saveNow }
       // The first unsaved write registers for the save at exit, even when a coalesced save is already pending
       // (a `save()` since may have taken the earlier keys and unregistered).
       return first ? .scheduleSave : .none
     }
 
-    mutating func takeUnsaved() -> [String: PropertyListValue?] {
+    mutating func takeUnsaved() -> [PropertyListKey: PropertyListValue?] {
       savesInProgress += 1
       defer { unsaved.removeAll() }
       return unsaved
@@ -146,7 +146,7 @@ final class SuitePersistence: Sendable {
   var hasUnsavedWrites: Bool { state.withLock { !$0.unsaved.isEmpty } }
 
   /// The keys written since the last save.
-  var unsavedKeys: Set<String> { state.withLock { Set($0.unsaved.keys) } }
+  var unsavedKeys: Set<PropertyListKey> { state.withLock { Set($0.unsaved.keys) } }
 
   /// Unsaved writes, or writes a save in progress has not finished saving: corelibs' copy must not be dropped.
   private var hasPendingWrites: Bool { state.withLock { $0.hasPendingWrites } }
@@ -181,7 +181,7 @@ final class SuitePersistence: Sendable {
     defer { SaveOnExit.inFlight.leave() }
     // The keys are taken holding the suite's lock, never before: a save that took them and then waited for the lock
     // would apply their values after whatever held it (an edit, another save of ours) had saved newer ones.
-    var writes: [String: PropertyListValue?] = [:]
+    var writes: [PropertyListKey: PropertyListValue?] = [:]
     var took = false
     defer { if took { state.withLock { $0.savesInProgress -= 1 } } }
     do {
@@ -216,7 +216,7 @@ final class SuitePersistence: Sendable {
 
   /// Writes `entries` into the suite's file in one atomic save, keeping its other keys, under the suite's lock
   /// (``commit(_:findings:committed:)``). Observers of changed keys are told after the locks.
-  func merge(_ entries: [String: PropertyListValue]) throws(DefaultsError) {
+  func merge(_ entries: [PropertyListKey: PropertyListValue]) throws(DefaultsError) {
     var findings = Findings()
     findings.changedElsewhere = true
     defer { act(on: findings) }
@@ -242,7 +242,7 @@ final class SuitePersistence: Sendable {
   /// - Throws: ``DefaultsError/saveFailed(path:reason:)``, and then the file, the values in memory and the
   ///   observers are as they were (unless the failure came after the file was committed, which the reason says).
   func commit(
-    _ changes: [(key: String, value: PropertyListValue?)], findings: inout Findings, committed: () -> Void
+    _ changes: [(key: PropertyListKey, value: PropertyListValue?)], findings: inout Findings, committed: () -> Void
   ) throws(DefaultsError) {
     guard let hooks else { return try commitExcludingWrites(changes, findings: &findings, committed: committed) }
     var failure: DefaultsError?
@@ -258,7 +258,7 @@ final class SuitePersistence: Sendable {
   }
 
   private func commitExcludingWrites(
-    _ changes: [(key: String, value: PropertyListValue?)], findings: inout Findings, committed: () -> Void
+    _ changes: [(key: PropertyListKey, value: PropertyListValue?)], findings: inout Findings, committed: () -> Void
   ) throws(DefaultsError) {
     // corelibs' copy is dropped at the end: it must hold nothing unsaved, neither writes of ours nor plain
     // `UserDefaults` writes of this process (a synchronize saves those).

@@ -103,9 +103,22 @@ final class UserDefaultsStorage: DefaultsStorage {
     #endif
     switch write {
     case .set(let value):
+      #if os(Linux)
+        // Through CoreFoundation with a key it compares exactly (see ``CorelibsPreferences/exactString(_:)``).
+        if persistence != nil,
+          CorelibsPreferences.set(value.corelibsObject, forKey: key, domain: isStandardDomain ? nil : domainName)
+        {
+          return value
+        }
+      #endif
       defaults.instance.set(value.foundationObject, forKey: key)
       return value
     case .remove:
+      #if os(Linux)
+        if persistence != nil, CorelibsPreferences.set(nil, forKey: key, domain: isStandardDomain ? nil : domainName) {
+          return nil
+        }
+      #endif
       defaults.instance.removeObject(forKey: key)
       return nil
     case .url(let url):
@@ -121,10 +134,24 @@ final class UserDefaultsStorage: DefaultsStorage {
     }
   }
 
-  func snapshot() -> [String: PropertyListValue] {
+  func snapshot() -> [PropertyListKey: PropertyListValue] {
     guard let name = domainName else { return [:] }
-    return (defaults.instance.persistentDomain(forName: name) ?? [:]).compactMapValues(
-      PropertyListValue.init(foundationObject:))
+    #if os(Linux)
+      // corelibs' own dictionary, read key by key: `persistentDomain(forName:)` would merge keys that differ only by
+      // Unicode normalization.
+      let domain = CorelibsPreferences.domain(isStandardDomain ? nil : name) ?? NSDictionary()
+    #else
+      let domain = NSDictionary(dictionary: defaults.instance.persistentDomain(forName: name) ?? [:])
+    #endif
+    if let entries = try? SuiteFile.entries(domain) { return entries }
+    // A value that is not a property-list value (a plain `UserDefaults` write of this process): the others.
+    var entries: [PropertyListKey: PropertyListValue] = [:]
+    domain.enumerateKeysAndObjects(options: []) { key, object, _ in
+      if let name = key as? String, let value = PropertyListValue(foundationObject: object) {
+        entries[PropertyListKey(name)] = value
+      }
+    }
+    return entries
   }
 
   func observeKeyChanges(_ handler: @escaping @Sendable (String) -> Void) {

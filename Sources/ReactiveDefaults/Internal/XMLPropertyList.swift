@@ -19,7 +19,7 @@ import Foundation
 /// data in base64, in lines of at most 76 characters less 8 per level of indentation (at most 8 levels), each
 /// indented; empty containers as `<dict/>` and `<array/>`.
 enum XMLPropertyList {
-  static func encode(_ entries: [String: PropertyListValue]) -> Data {
+  static func encode(_ entries: [PropertyListKey: PropertyListValue]) -> Data {
     var writer = Writer()
     writer.append(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -173,8 +173,8 @@ enum XMLPropertyList {
         indent(level)
         guard !entries.isEmpty else { return append("<dict/>\n") }
         append("<dict>\n")
-        for key in entries.keys.sorted(by: XMLPropertyList.precedesInUTF16Order) {
-          element("key", key, indent: level + 1)
+        for key in entries.keys.sorted() {
+          element("key", key.string, indent: level + 1)
           write(entries[key]!, indent: level + 1)
         }
         indent(level)

@@ -1,0 +1,184 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import ReactiveDefaults
+
+/// "café" with a precomposed é (U+00E9) and with `e` and a combining acute accent (U+0065 U+0301): one string to
+/// Swift, two keys to CoreFoundation, Apple's format and every other tool.
+let precomposed = "caf\u{E9}"
+let decomposed = "cafe\u{301}"
+
+/// An XML property list written by hand (not by the library, nor by Foundation), with both spellings as keys.
+func handWrittenPlist(_ entries: [(key: String, value: String)]) -> Data {
+  var text = """
+    <?xml version="1.0" encoding="UTF-8"?>
+    <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+    <plist version="1.0">
+    <dict>
+
+    """
+  for (key, value) in entries { text += "\t<key>\(key)</key>\n\t<string>\(value)</string>\n" }
+  text += "</dict>\n</plist>\n"
+  return Data(text.utf8)
+}
+
+/// Whether the raw bytes of a file hold `<key>KEY</key>` followed by `<string>VALUE</string>`, byte for byte.
+func rawFile(_ bytes: Data, holds key: String, _ value: String) -> Bool {
+  let needle = Array("<key>\(key)</key>\n\t<string>\(value)</string>".utf8)
+  return bytes.withUnsafeBytes { raw in
+    let haystack = Array(raw.bindMemory(to: UInt8.self))
+    guard haystack.count >= needle.count else { return false }
+    return (0...(haystack.count - needle.count)).contains { haystack[$0..<($0 + needle.count)].elementsEqual(needle) }
+  }
+}
+
+/// A key is exactly its characters: two keys (or suite names) that differ only by Unicode normalization are two
+/// keys everywhere, as they are to CoreFoundation.
+@Suite struct KeyNameTests {
+  @Test func theTwoSpellingsAreOneStringToSwiftAndTwoKeys() {
+    #expect(precomposed == decomposed)
+    #expect(PropertyListKey(precomposed) != PropertyListKey(decomposed))
+    #expect(Set([PropertyListKey(precomposed), PropertyListKey(decomposed), "K", "\u{212A}"]).count == 4)
+    #expect(PropertyListKey(precomposed).debugDescription == #""caf\u{E9}""#)
+    // CoreFoundation's order: by UTF-16 code units (e U+0065 before é U+00E9).
+    #expect(PropertyListKey(decomposed) < PropertyListKey(precomposed))
+  }
+
+  /// The issue's first probe: an edit of another key keeps both spellings, each with its own value.
+  @Test(.linuxOnly) func anEditKeepsBothSpellingsOfAKey() throws {
+    let name = makeSuiteName()
+    let path = preferencesFolder.appendingPathComponent("\(name).plist")
+    try FileManager.default.createDirectory(at: preferencesFolder, withIntermediateDirectories: true)
+    try handWrittenPlist([(precomposed, "NFC"), (decomposed, "NFD"), ("a", "A"), ("z0", "Z")]).write(to: path)
+    defer { removeSuiteFile(name) }
+    let store = try #require(DefaultsStore(suiteName: name))
+    let nfc = DefaultsKey<String>(precomposed, default: "")
+    let nfd = DefaultsKey<String>(decomposed, default: "")
+    #expect(store[nfc] == "NFC")
+    #expect(store[nfd] == "NFD")
+    try store.edit { tx in tx[DefaultsKey<String>("b", default: "")] = "B" }
+    let bytes = try Data(contentsOf: path)
+    #expect(rawFile(bytes, holds: precomposed, "NFC"))
+    #expect(rawFile(bytes, holds: decomposed, "NFD"))
+    #expect(rawFile(bytes, holds: "a", "A") && rawFile(bytes, holds: "z0", "Z") && rawFile(bytes, holds: "b", "B"))
+    #expect(store.keys.count == 5)
+  }
+
+  /// Writes through the store, of either spelling, in every order: each reaches its own key in memory, in the
+  /// file (corelibs' own save kept one spelling's write out of the file: its list of unsaved keys compared them as
+  /// Swift strings) and for its observers only.
+  @Test(arguments: Storage.allCases) func writesOfEachSpellingStayTheirs(_ storage: Storage) throws {
+    let (store, issues) = makeStore(storage)
+    let nfc = DefaultsKey<String>(precomposed, default: "")
+    let nfd = DefaultsKey<String>(decomposed, default: "")
+    let seenNFC = Recorder<String>()
+    let seenNFD = Recorder<String>()
+    let tokens = [
+      store.property(nfc).observe { seenNFC.append($0) }, store.property(nfd).observe { seenNFD.append($0) },
+    ]
+    store[nfc] = "one"
+    store[nfd] = "two"
+    store[nfc] = "three"
+    #expect(store[nfc] == "three")
+    #expect(store[nfd] == "two")
+    // Far from the writes too: corelibs' merged view of every domain, which reads use once writes are past.
+    for _ in 0..<200 { _ = store[.count] }
+    #expect(store[nfc] == "three")
+    #expect(store[nfd] == "two")
+    #expect(seenNFC.values == ["", "one", "three"])
+    #expect(seenNFD.values == ["", "two"])
+    #expect(Set(store.keys) == [precomposed, decomposed] && store.keys.count == 2)
+    if storage == .suite, isLinux {
+      try store.save()
+      let bytes = try #require(suiteFileBytes(store.suiteName!))
+      #expect(rawFile(bytes, holds: precomposed, "three"))
+      #expect(rawFile(bytes, holds: decomposed, "two"))
+    }
+    store.reset(nfd)
+    #expect(store[nfc] == "three")
+    #expect(store[nfd] == "")
+    #expect(issues.values.isEmpty)
+    withExtendedLifetime(tokens) {}
+  }
+
+  /// An edit and a migration address each spelling alone: a rename of one leaves the other.
+  @Test(arguments: Storage.allCases) func aRenameOfOneSpellingLeavesTheOther(_ storage: Storage) throws {
+    let (store, _) = makeStore(storage)
+    store[DefaultsKey<String>(precomposed, default: "")] = "NFC"
+    store[DefaultsKey<String>(decomposed, default: "")] = "NFD"
+    let target = DefaultsKey<String>("name", default: "")
+    try store.migrate([.rename(decomposed, to: target)])
+    #expect(store[target] == "NFD")
+    #expect(store[DefaultsKey<String>(precomposed, default: "")] == "NFC")
+    #expect(store.keys.sorted() == ["caf\u{E9}", "name"].sorted())
+    // One spelling renamed to the other is a rename, not "a key renamed to itself".
+    let back = DefaultsKey<String>(decomposed, default: "")
+    try store.migrate([.rename(precomposed, to: back)])
+    #expect(store[back] == "NFC")
+    #expect(store.keys.sorted() == [decomposed, "name"].sorted())
+  }
+
+  /// Two suite names that differ only by normalization are two suites: two hubs, two files.
+  @Test(.linuxOnly) func twoSpellingsOfASuiteNameAreTwoSuites() throws {
+    let base = makeSuiteName()
+    let first = try #require(DefaultsStore(suiteName: base + ".\(precomposed)"))
+    let second = try #require(DefaultsStore(suiteName: base + ".\(decomposed)"))
+    #expect(first.hub !== second.hub)
+    first[.count] = 1
+    second[.count] = 2
+    #expect(first[.count] == 1)
+    #expect(second[.count] == 2)
+    try first.save()
+    try second.save()
+    defer {
+      removeSuiteFile(first.suiteName!)
+      removeSuiteFile(second.suiteName!)
+    }
+    let names = try FileManager.default.contentsOfDirectory(atPath: preferencesFolder.path).filter {
+      $0.hasPrefix(base)
+    }
+    #expect(Set(names.map { PropertyListKey($0) }).count == 4, "\(names)")  // two plists, two lock files
+  }
+
+  /// In the Apple mode of the memory store: each spelling is registered for key-value observing, and a foreign
+  /// write of one reaches its observers only.
+  @Test func eachSpellingIsRegisteredAndReportedOnItsOwn() async {
+    let storage = MemoryStorage(behavior: .init(reportsKeyChanges: true))
+    let store = DefaultsStore(hub: ChangeHub(storage: storage, suiteName: nil, suiteIsKnown: true))
+    let seenNFC = Recorder<String>()
+    let seenNFD = Recorder<String>()
+    let tokens = [
+      store.property(DefaultsKey<String>(precomposed, default: "")).observe { seenNFC.append($0) },
+      store.property(DefaultsKey<String>(decomposed, default: "")).observe { seenNFD.append($0) },
+    ]
+    #expect(storage.registrations.registeredKeys == [PropertyListKey(precomposed), PropertyListKey(decomposed)])
+    storage.writeFromOutside(.string("outside"), forKey: decomposed)
+    #expect(await seenNFD.wait { $0.last == "outside" })
+    #expect(seenNFC.values == [""])
+    withExtendedLifetime(tokens) {}
+  }
+
+  /// The in-memory store, given both spellings, keeps both.
+  @Test func anInMemoryStoreKeepsBothSpellings() {
+    let store = DefaultsStore.inMemory([
+      PropertyListKey(precomposed): .string("NFC"), PropertyListKey(decomposed): .string("NFD"),
+    ])
+    #expect(store[DefaultsKey<String>(precomposed, default: "")] == "NFC")
+    #expect(store[DefaultsKey<String>(decomposed, default: "")] == "NFD")
+    #expect(store.keys.count == 2)
+  }
+
+  /// A file of both spellings parses as two keys, XML (CoreFoundation's parser, read key by key) and binary (the
+  /// library's reader); nested dictionaries too, and the library writes them back as two.
+  @Test func parsingKeepsBothSpellingsAtEveryLevel() throws {
+    let xml = handWrittenPlist([(precomposed, "NFC"), (decomposed, "NFD")])
+    let parsed = try SuiteFile.parseDomain(xml)
+    #expect(parsed == [PropertyListKey(precomposed): .string("NFC"), PropertyListKey(decomposed): .string("NFD")])
+    let nested: [PropertyListKey: PropertyListValue] = ["outer": .dictionary(parsed)]
+    let encoded = SuiteFile.encode(nested)
+    #expect(try SuiteFile.parseDomain(encoded) == nested)
+    #expect(rawFile(encoded, holds: decomposed, "NFD") == false)  // nested: one tab deeper
+    #expect(String(decoding: encoded, as: UTF8.self).contains("\t\t<key>\(decomposed)</key>\n\t\t<string>NFD</string>"))
+  }
+}
