@@ -19,7 +19,7 @@ enum Commands {
   static func openStore(_ domain: String, command: String, reading: Bool) throws -> DefaultsStore {
     guard DefaultsStore.isValidSuiteName(domain), let store = DefaultsStore(suiteName: domain) else {
       throw Failure(
-        message: "invalid domain name '\(Formatting.escaped(domain))'.",
+        message: domain.isEmpty ? "the domain name is empty." : "invalid domain name '\(Formatting.escaped(domain))'.",
         hint: "A domain name is not empty, does not start with '.' or '-', neither starts nor ends with a space, "
           + "and contains no '/', '..', control characters or glob characters (* ? [ ]). "
           + "Usage: \(Help.synopsis(of: command))", code: .usage)
@@ -353,7 +353,11 @@ enum Commands {
   }
 
   private static func missingKey(_ key: String, domain: String) -> Failure {
-    Failure(
+    guard !key.isEmpty else {
+      return Failure(
+        message: "the key name is empty.", hint: "Run 'rdefaults read \(domain)' to list its keys.", code: .usage)
+    }
+    return Failure(
       message: "key '\(Formatting.escaped(key))' does not exist in domain '\(domain)'.",
       hint: "Run 'rdefaults read \(domain)' to list its keys.", code: .failure)
   }
@@ -415,6 +419,12 @@ enum Commands {
       current = underlying
     }
     if let posix = error as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
+    // corelibs reports some failures with a Cocoa code only.
+    let codes: [CocoaError.Code: Int32] = [
+      .fileNoSuchFile: ENOENT, .fileReadNoSuchFile: ENOENT, .fileWriteNoPermission: EACCES,
+      .fileReadNoPermission: EACCES, .fileWriteOutOfSpace: ENOSPC, .fileWriteVolumeReadOnly: EROFS,
+    ]
+    if let cocoa = error as? CocoaError, let code = codes[cocoa.code] { return String(cString: strerror(code)) }
     return error.localizedDescription
   }
 
@@ -569,7 +579,7 @@ struct Words {
   func expect(_ counts: ClosedRange<Int>, _ what: String) throws {
     if positional.count > counts.upperBound {
       throw RDefaults.usage(
-        "\(what): unexpected argument '\(Formatting.escaped(positional[counts.upperBound]))'.", command: command)
+        "\(what): unexpected \(Formatting.argument(positional[counts.upperBound])).", command: command)
     }
     if positional.count < counts.lowerBound { throw RDefaults.usage("\(what).", command: command) }
   }

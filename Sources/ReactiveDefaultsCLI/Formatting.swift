@@ -101,6 +101,11 @@ enum Formatting {
     }
   }
 
+  /// A command-line word as a message names it: `argument 'x'`, or `empty argument` (never `''`).
+  static func argument(_ word: String) -> String {
+    word.isEmpty ? "empty argument" : "argument '\(escaped(word))'"
+  }
+
   /// The keys that look alike: equal as Swift strings (which compare by canonical equivalence: `é` and `e` with a
   /// combining accent, `K` and the Kelvin sign), different as stored.
   private static func lookAlikes(_ keys: Dictionary<PropertyListKey, PropertyListValue>.Keys) -> Set<PropertyListKey> {

@@ -76,13 +76,13 @@ public enum RDefaults {
     case "-h", "--help", "help":
       guard let topic = rest.first else { return printOut(Help.overview) }
       guard rest.count == 1 else {
-        throw usage("unexpected argument '\(Formatting.escaped(rest[1]))'.", command: "help")
+        throw usage("unexpected \(Formatting.argument(rest[1])).", command: "help")
       }
       guard let spec = Help.command(named: topic) else { throw unknownCommand(topic) }
       return printOut(spec.helpPage)
     case "--version":
       guard rest.isEmpty else {
-        throw usage("unexpected argument '\(Formatting.escaped(rest[0]))' after --version.", command: "help")
+        throw usage("unexpected \(Formatting.argument(rest[0])) after --version.", command: "help")
       }
       return printOut("rdefaults \(version)")
     case "--generate-completion-script":
@@ -100,7 +100,7 @@ public enum RDefaults {
     // Help is asked for as the command's first argument only: anywhere else, `-h` may be a key or a value.
     if let first = rest.first, first == "-h" || first == "--help" {
       guard rest.count == 1 else {
-        throw usage("unexpected argument '\(Formatting.escaped(rest[1]))' after \(first).", command: command)
+        throw usage("unexpected \(Formatting.argument(rest[1])) after \(first).", command: command)
       }
       return printOut(spec.helpPage)
     }
@@ -122,8 +122,10 @@ public enum RDefaults {
 
   private static func unknownCommand(_ command: String) -> Failure {
     Failure(
-      message: Words.looksLikeOption(command)
-        ? "unknown option '\(Formatting.escaped(command))'." : "unknown command '\(Formatting.escaped(command))'.",
+      message: command.isEmpty
+        ? "the command name is empty."
+        : Words.looksLikeOption(command)
+          ? "unknown option '\(Formatting.escaped(command))'." : "unknown command '\(Formatting.escaped(command))'.",
       hint: "Run 'rdefaults help' for the list of commands.", code: .usage)
   }
 
