@@ -298,6 +298,28 @@ public final class DefaultsStore: Sendable {
     hub.storage.snapshot()
   }
 
+  /// A phase of long work, as ``reportingProgress(_:_:)`` reports it.
+  @_spi(Tools) public enum WorkPhase: Sendable, Equatable {
+    /// Applying an import's keys to the file's (units: keys).
+    case merging
+    /// Sorting the keys for the file (no units: its length is not known in advance).
+    case sorting
+    /// Writing the keys as XML (units: keys).
+    case encoding
+    /// Writing the file and flushing it to disk (no units).
+    case writing
+    /// Foundation reading the new file into memory (no units).
+    case loading
+  }
+
+  /// Runs `body`, telling `report` (on the working thread, once per 16,384 keys at most) how far long work in it has
+  /// come: each call gives a phase, the units done and the units in all (0 in all: a phase that cannot count).
+  @_spi(Tools) public static func reportingProgress<T>(
+    _ report: @escaping @Sendable (WorkPhase, _ done: Int, _ total: Int) -> Void, _ body: () throws -> T
+  ) rethrows -> T {
+    try Progress.$handler.withValue(report, operation: body)
+  }
+
   /// Removes the whole suite: every key (observers are told) and its plist file.
   ///
   /// - Throws: ``DefaultsError/saveFailed(path:reason:)`` when the file could not be removed.

@@ -441,12 +441,14 @@ enum Commands {
     let source = path == "-" ? "standard input" : "'\(Formatting.escaped(path))'"
     let data: Data
     do {
+      progress.update(.reading)
       data = try readImport(path)
     } catch {
       throw Failure(message: "cannot read \(source): \(systemReason(error)).", hint: "Check the path.", code: .failure)
     }
     let entries: [PropertyListKey: PropertyListValue]
     do {
+      progress.update(.parsing)
       entries = try DefaultsStore.domain(fromPropertyList: data)
     } catch {
       let reason: String
@@ -461,15 +463,19 @@ enum Commands {
         message: "'\(Formatting.escaped(path))' has an entry with an empty key, which a domain cannot hold.",
         hint: "Nothing was imported: remove or rename that entry first.", code: .failure)
     }
-    progress.total = entries.count
+    progress.counted(entries.count)
     do {
-      try store.importEntries(entries)
+      try DefaultsStore.reportingProgress({ phase, done, total in
+        progress.update(.library(phase), done: done, of: total)
+      }) {
+        try store.importEntries(entries)
+      }
     } catch {
       throw Failure(
         message: "\(error)", hint: "Nothing was imported. Check the free space and the permissions of the folder.",
         code: .failure)
     }
-    progress.done = true
+    progress.succeeded()
   }
 
   /// The bytes of an import's input: a file, or standard input for `-`; at most one byte more than the largest
@@ -586,46 +592,93 @@ struct Words {
 }
 
 /// A progress line on standard error for an import that takes more than a second, when standard error is a
-/// terminal.
+/// terminal: one line, updated in place twice a second, with the phase, the share done, the keys per second and the
+/// time left for the phases that count keys (merging, encoding), and the time spent so far for those that cannot
+/// (reading, parsing, sorting, writing, loading). Nothing of it when standard error is not a terminal.
+/// `RDEFAULTS_PROGRESS_AFTER` (seconds, default 1) sets when the line first shows.
 final class ImportProgress: Sendable {
+  /// What the import is doing.
+  enum Phase: Sendable, Equatable {
+    case reading
+    case parsing
+    case library(DefaultsStore.WorkPhase)
+
+    var title: String {
+      switch self {
+      case .reading: "Reading the file"
+      case .parsing: "Parsing the file"
+      case .library(.merging): "Merging the keys"
+      case .library(.sorting): "Sorting the keys"
+      case .library(.encoding): "Writing the keys as XML"
+      case .library(.writing): "Writing the file"
+      case .library(.loading): "Loading the new file"
+      }
+    }
+  }
+
   private struct State {
-    var total: Int?
-    var done = false
+    var phase = Phase.reading
+    var done = 0
+    var total = 0
+    var phaseStart = DispatchTime.now()
+    var keys: Int?
+    var succeeded = false
     var shown = false
   }
 
   private let state = Mutex(State())
   private let timer = Mutex<(any DispatchSourceTimer)?>(nil)
 
-  /// The number of keys, once known.
-  var total: Int? {
-    get { state.withLock { $0.total } }
-    set { state.withLock { $0.total = newValue } }
-  }
-
-  /// Whether the import succeeded.
-  var done: Bool {
-    get { state.withLock { $0.done } }
-    set { state.withLock { $0.done = newValue } }
-  }
-
   init() {
     guard isatty(STDERR_FILENO) == 1 else { return }
+    let after = ProcessInfo.processInfo.environment["RDEFAULTS_PROGRESS_AFTER"].flatMap(Double.init) ?? 1
     timer.withLock { timer in
       let source = DispatchSource.makeTimerSource(queue: .global())
-      source.schedule(deadline: .now() + 1, repeating: 0.5)
+      source.schedule(deadline: .now() + max(0, after), repeating: 0.5)
       source.setEventHandler { [weak self] in self?.show() }
       source.resume()
       timer = source
     }
   }
 
+  /// The import is now in `phase`, `done` of `total` units into it (0 in all: it cannot count).
+  func update(_ phase: Phase, done: Int = 0, of total: Int = 0) {
+    state.withLock { state in
+      if state.phase != phase {
+        state.phase = phase
+        state.phaseStart = .now()
+      }
+      (state.done, state.total) = (done, total)
+    }
+  }
+
+  /// The number of keys imported, once known.
+  func counted(_ keys: Int) {
+    state.withLock { $0.keys = keys }
+  }
+
+  /// The import succeeded.
+  func succeeded() {
+    state.withLock { $0.succeeded = true }
+  }
+
   private func show() {
     let line = state.withLock { state -> String in
       state.shown = true
-      return state.total.map { "Importing \($0) keys…" } ?? "Reading the file…"
+      let seconds = Double(DispatchTime.now().uptimeNanoseconds - state.phaseStart.uptimeNanoseconds) / 1e9
+      return Self.line(state.phase, done: state.done, of: state.total, seconds: seconds)
     }
     RDefaults.writeAll(Data(("\r\u{1B}[K" + line).utf8), to: STDERR_FILENO)
+  }
+
+  /// The progress line of a phase `seconds` into it: the share done, the rate and the time left when it counts
+  /// units and has done some, else the time so far.
+  static func line(_ phase: Phase, done: Int, of total: Int, seconds: Double) -> String {
+    guard total > 0, done > 0, seconds > 0 else { return "\(phase.title)… \(Int(seconds)) s" }
+    let rate = Double(done) / seconds
+    let left = Double(total - done) / max(rate, 1)
+    return "\(phase.title): \(done) of \(total) keys (\(done * 100 / total)%), \(Int(rate)) keys/s, "
+      + "\(Int(left.rounded(.up))) s left"
   }
 
   /// Stops the line, ending it with the outcome if it was shown.
@@ -633,7 +686,7 @@ final class ImportProgress: Sendable {
     timer.withLock { $0 }?.cancel()
     let state = state.withLock { $0 }
     guard state.shown else { return }
-    let last = state.done ? "Imported \(state.total ?? 0) keys.\n" : ""
+    let last = state.succeeded ? "Imported \(state.keys ?? 0) keys.\n" : ""
     RDefaults.writeAll(Data(("\r\u{1B}[K" + last).utf8), to: STDERR_FILENO)
   }
 }

@@ -342,13 +342,18 @@ final class SuiteFileRecord: Sendable {
     try locked { () throws(SaveFailure) -> DefaultsError? in
       let check = try check()
       var domain = try entriesOnDisk(check)
-      for (key, value) in changes { domain[key] = value }
+      for (index, (key, value)) in changes.enumerated() {
+        if index & 0x3FFF == 0 { Progress.report(.merging, done: index, of: changes.count) }
+        domain[key] = value
+      }
       let bytes = SuiteFile.encode(domain)
       try Self.checkSize(bytes)
+      Progress.report(.writing, done: 0, of: 0)
       try SuiteFile.writeNewFile(file.journalPath, bytes)
       let savedStamp = SuiteFile.stamp(of: file.journalPath)
       try SuiteFile.move(file.journalPath, over: file.path)
       // Committed. Until corelibs drops its copy, reads give the values from before, never a mix.
+      Progress.report(.loading, done: 0, of: 0)
       guard loadFreshCopy() else {
         state.withLock { $0.memory = .untrusted }
         throw SaveFailure("the file was saved, but Foundation's copy of the suite could not be reloaded")

@@ -25,7 +25,21 @@ enum XMLPropertyList {
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         + "<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n"
         + "<plist version=\"1.0\">\n")
-    writer.write(.dictionary(entries), indent: 0)
+    if entries.isEmpty {
+      writer.append("<dict/>\n")
+    } else {
+      // The top level by hand, to report progress on a large domain (an import of a million keys).
+      Progress.report(.sorting, done: 0, of: entries.count)
+      let sorted = entries.sorted { $0.key < $1.key }
+      writer.bytes.reserveCapacity(entries.count * 48)
+      writer.append("<dict>\n")
+      for (index, (key, value)) in sorted.enumerated() {
+        if index & 0x3FFF == 0 { Progress.report(.encoding, done: index, of: sorted.count) }
+        writer.element("key", key.string, indent: 1)
+        writer.write(value, indent: 1)
+      }
+      writer.append("</dict>\n")
+    }
     writer.append("</plist>\n")
     return Data(writer.bytes)
   }
@@ -173,9 +187,9 @@ enum XMLPropertyList {
         indent(level)
         guard !entries.isEmpty else { return append("<dict/>\n") }
         append("<dict>\n")
-        for key in entries.keys.sorted() {
+        for (key, value) in entries.sorted(by: { $0.key < $1.key }) {
           element("key", key.string, indent: level + 1)
-          write(entries[key]!, indent: level + 1)
+          write(value, indent: level + 1)
         }
         indent(level)
         append("</dict>\n")
