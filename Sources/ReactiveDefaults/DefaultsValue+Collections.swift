@@ -51,6 +51,7 @@ extension Dictionary: DefaultsValue where Key == String, Value: DefaultsValue {
   /// equivalence: of two stored keys that differ only by Unicode normalization, one's value is kept.
   public init?(propertyListValue: PropertyListValue) {
     guard case .dictionary(let entries) = propertyListValue else { return nil }
+    // The Swift type the user chose: its keys compare as Swift strings (documented above).
     var result: [String: Value] = [:]
     result.reserveCapacity(entries.count)
     for (key, item) in entries {

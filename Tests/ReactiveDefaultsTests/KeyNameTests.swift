@@ -68,8 +68,11 @@ func rawFile(_ bytes: Data, holds key: String, _ value: String) -> Bool {
   /// Writes through the store, of either spelling, in every order: each reaches its own key in memory, in the
   /// file (corelibs' own save kept one spelling's write out of the file: its list of unsaved keys compared them as
   /// Swift strings) and for its observers only.
-  @Test(arguments: Storage.allCases) func writesOfEachSpellingStayTheirs(_ storage: Storage) throws {
+  @Test(arguments: Storage.allCases, [(precomposed, decomposed), ("K", "\u{212A}"), ("a;b", "a\u{37E}b")])
+  func writesOfEachSpellingStayTheirs(_ storage: Storage, spellings: (String, String)) throws {
     let (store, issues) = makeStore(storage)
+    let (precomposed, decomposed) = spellings
+    #expect(precomposed == decomposed)  // to Swift
     let nfc = DefaultsKey<String>(precomposed, default: "")
     let nfd = DefaultsKey<String>(decomposed, default: "")
     let seenNFC = Recorder<String>()
@@ -180,5 +183,24 @@ func rawFile(_ bytes: Data, holds key: String, _ value: String) -> Bool {
     #expect(try SuiteFile.parseDomain(encoded) == nested)
     #expect(rawFile(encoded, holds: decomposed, "NFD") == false)  // nested: one tab deeper
     #expect(String(decoding: encoded, as: UTF8.self).contains("\t\t<key>\(decomposed)</key>\n\t\t<string>NFD</string>"))
+  }
+}
+
+/// What happens to characters XML 1.0 forbids (documented in Gotchas): on Linux corelibs writes them raw, and the
+/// library and corelibs read the file back whole.
+@Suite struct ForbiddenXMLCharacterTests {
+  @Test(.linuxOnly) func aStringWithCharactersXMLForbidsReadsBack() throws {
+    let (store, issues) = makeStore()
+    let text = "a\u{0}b\u{1B}c\u{8}d"
+    let keyName = "escape\u{1B}key"
+    let key = DefaultsKey<String>(keyName, default: "")
+    store[key] = text
+    try store.save()
+    let bytes = try #require(suiteFileBytes(store.suiteName!))
+    #expect(bytes.contains(0x1B) && bytes.contains(0))  // raw, as corelibs writes it
+    let parsed = try SuiteFile.parseDomain(bytes)  // CoreFoundation's parser
+    #expect(parsed[PropertyListKey(keyName)] == .string(text))
+    #expect(store[key] == text)
+    #expect(issues.values.isEmpty)
   }
 }

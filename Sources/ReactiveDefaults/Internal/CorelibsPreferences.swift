@@ -14,6 +14,9 @@
         UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?
       ) -> UnsafeMutableRawPointer?
 
+    private typealias SetDomainValue =
+      @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) ->
+      Void
     private typealias SetValue = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) -> Void
     private typealias CreateString =
       @convention(c) (UnsafeRawPointer?, UnsafePointer<UInt8>?, Int, UInt32, UInt8) -> UnsafeMutableRawPointer?
@@ -107,8 +110,10 @@
       let copyValue: CopyValue
       let copyMultiple: CopyValue
       let setValue: SetValue
+      let setDomainValue: SetDomainValue
       let createString: CreateString
       let createPropertyList: CreatePropertyList
+      let anyApplication: UnsafeRawPointer?
       let currentApplication: UnsafeRawPointer
       let currentUser: UnsafeRawPointer
       let anyHost: UnsafeRawPointer
@@ -120,7 +125,7 @@
       }
       guard let function = dlsym(nil, "CFPreferencesSynchronize"), let copyValue = dlsym(nil, "CFPreferencesCopyValue"),
         let copyMultiple = dlsym(nil, "CFPreferencesCopyMultiple"),
-        let setValue = dlsym(nil, "CFPreferencesSetAppValue"),
+        let setValue = dlsym(nil, "CFPreferencesSetAppValue"), let setDomainValue = dlsym(nil, "CFPreferencesSetValue"),
         let createString = dlsym(nil, "CFStringCreateWithBytes"),
         let createPropertyList = dlsym(nil, "CFPropertyListCreateWithData"),
         let currentApplication = constant("kCFPreferencesCurrentApplication"),
@@ -131,8 +136,10 @@
         copyValue: unsafeBitCast(copyValue, to: CopyValue.self),
         copyMultiple: unsafeBitCast(copyMultiple, to: CopyValue.self),
         setValue: unsafeBitCast(setValue, to: SetValue.self),
+        setDomainValue: unsafeBitCast(setDomainValue, to: SetDomainValue.self),
         createString: unsafeBitCast(createString, to: CreateString.self),
         createPropertyList: unsafeBitCast(createPropertyList, to: CreatePropertyList.self),
+        anyApplication: constant("kCFPreferencesAnyApplication"),
         currentApplication: currentApplication,
         currentUser: currentUser, anyHost: anyHost)
     }()
@@ -145,7 +152,7 @@
         return symbols.synchronize(symbols.currentApplication, symbols.currentUser, symbols.anyHost) != 0
       }
       // corelibs' NSString is toll-free bridged to CFString.
-      let name = NSString(string: domain)
+      guard let name = keyString(domain) else { return false }
       return withExtendedLifetime(name) {
         symbols.synchronize(Unmanaged.passUnretained(name).toOpaque(), symbols.currentUser, symbols.anyHost) != 0
       }
@@ -157,8 +164,8 @@
     /// It sees plain `UserDefaults` writes of this process. nil when the domain has no such key, or the function is
     /// not there.
     static func value(forKey key: String, domain: String?) -> Any? {
-      guard let symbols, let name = exactString(key) else { return nil }
-      let suite = domain.map(NSString.init(string:))
+      guard let symbols, let name = keyString(key) else { return nil }
+      let suite = domain.flatMap(keyString)
       return withExtendedLifetime((name, suite)) { () -> Any? in
         let application = suite.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
         guard
@@ -177,7 +184,7 @@
     /// keys that differ only by Unicode normalization. nil when the function is not there.
     static func domain(_ domain: String?) -> NSDictionary? {
       guard let symbols else { return nil }
-      let suite = domain.map(NSString.init(string:))
+      let suite = domain.flatMap(keyString)
       return withExtendedLifetime(suite) { () -> NSDictionary? in
         let application = suite.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
         // With no list of keys, CFPreferencesCopyMultiple copies the whole domain (Create rule).
@@ -190,19 +197,53 @@
     }
 
     /// Writes (or, for nil, removes) `key` in one domain of the current user, any host, as corelibs'
-    /// `UserDefaults.set(_:forKey:)` does, but with the key as a CoreFoundation string (``exactString(_:)``). False
-    /// when the functions are not there.
+    /// `UserDefaults.set(_:forKey:)` does, but with the key as a CoreFoundation string where it must be
+    /// (``needsExactString(_:)``). A suite's domain is written through `CFPreferencesSetValue`, which finds it by
+    /// the exact name; `UserDefaults.set` goes through corelibs' cache of applications, whose names it compares as
+    /// Swift strings (so a suite named with one spelling of `café` could write into the other's). False when the
+    /// functions are not there.
     static func set(_ value: AnyObject?, forKey key: String, domain: String?) -> Bool {
-      guard let symbols, let name = exactString(key) else { return false }
-      let suite = domain.map(NSString.init(string:))
+      guard let symbols, let name = keyString(key) else { return false }
+      let suite = domain.flatMap(keyString)
       withExtendedLifetime((name, suite, value)) {
-        let application = suite.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
-        symbols.setValue(
-          Unmanaged.passUnretained(name).toOpaque(),
-          value.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) },
-          application ?? symbols.currentApplication)
+        let object = value.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
+        if let suite {
+          symbols.setDomainValue(
+            Unmanaged.passUnretained(name).toOpaque(), object, Unmanaged.passUnretained(suite).toOpaque(),
+            symbols.currentUser, symbols.anyHost)
+        } else {
+          symbols.setValue(Unmanaged.passUnretained(name).toOpaque(), object, symbols.currentApplication)
+        }
       }
       return true
+    }
+
+    /// The value of `key` in the global domain of the current user, any host (`NSGlobalDomain`, which
+    /// `UserDefaults.object(forKey:)` consults after the suite's own), with the key as a string CoreFoundation
+    /// compares exactly where it must. nil when absent.
+    static func globalValue(forKey key: String) -> Any? {
+      guard let symbols, let anyApplication = symbols.anyApplication, let name = keyString(key) else { return nil }
+      return withExtendedLifetime(name) { () -> Any? in
+        guard
+          let raw = symbols.copyValue(
+            Unmanaged.passUnretained(name).toOpaque(), anyApplication, symbols.currentUser, symbols.anyHost)
+        else { return nil }
+        return Unmanaged<AnyObject>.fromOpaque(raw).takeRetainedValue()
+      }
+    }
+
+    /// Whether a key must reach CoreFoundation as a string it made (``exactString(_:)``): a key with a character
+    /// outside ASCII, or with one of the three ASCII characters that another character is canonically equivalent to
+    /// (`K`: the Kelvin sign U+212A; `;`: the Greek question mark U+037E; `` ` ``: U+1FEF). Any other key has no
+    /// canonically equivalent spelling, so a Swift-made string compares it exactly, and faster: corelibs' merged view
+    /// compares a lookup key with a CoreFoundation-made one by bridging that one to a Swift `String` first.
+    static func needsExactString(_ key: String) -> Bool {
+      key.utf8.contains { $0 >= 0x80 || $0 == UInt8(ascii: "K") || $0 == UInt8(ascii: ";") || $0 == UInt8(ascii: "`") }
+    }
+
+    /// The key as handed to CoreFoundation: exact where it must be (``needsExactString(_:)``), else Swift-made.
+    private static func keyString(_ key: String) -> NSString? {
+      needsExactString(key) ? exactString(key) : NSString(string: key)
     }
 
     /// `text` as a string CoreFoundation made (`CFStringCreateWithBytes`), which it compares by its exact UTF-16 code

@@ -30,11 +30,14 @@
     }
 
     private struct State {
-      var subscribers: [String: [UInt64: @Sendable () -> Void]] = [:]
+      /// By file name, exactly as the file system spells it (two suites whose names differ only by Unicode
+      /// normalization have two files).
+      var subscribers: [PropertyListKey: [UInt64: @Sendable () -> Void]] = [:]
       var nextID: UInt64 = 0
     }
 
-    private static let watchers = Locked<[String: FolderWatcher]>([:])
+    /// By folder path, exactly as spelled.
+    private static let watchers = Locked<[PropertyListKey: FolderWatcher]>([:])
 
     private let folder: String
     private let inotify: Int32
@@ -77,11 +80,11 @@
       -> Subscription?
     {
       watchers.withLock { watchers -> Subscription? in
-        guard let watcher = watchers[folder] ?? FolderWatcher(folder: folder) else { return nil }
-        watchers[folder] = watcher
+        guard let watcher = watchers[PropertyListKey(folder)] ?? FolderWatcher(folder: folder) else { return nil }
+        watchers[PropertyListKey(folder)] = watcher
         let id = watcher.state.withLock { state -> UInt64 in
           state.nextID += 1
-          state.subscribers[fileName, default: [:]][state.nextID] = onChange
+          state.subscribers[PropertyListKey(fileName), default: [:]][state.nextID] = onChange
           return state.nextID
         }
         return Subscription { unsubscribe(watcher, fileName: fileName, id: id) }
@@ -91,12 +94,13 @@
     private static func unsubscribe(_ watcher: FolderWatcher, fileName: String, id: UInt64) {
       watchers.withLock { watchers in
         let isEmpty = watcher.state.withLock { state -> Bool in
-          state.subscribers[fileName]?[id] = nil
-          if state.subscribers[fileName]?.isEmpty == true { state.subscribers[fileName] = nil }
+          let name = PropertyListKey(fileName)
+          state.subscribers[name]?[id] = nil
+          if state.subscribers[name]?.isEmpty == true { state.subscribers[name] = nil }
           return state.subscribers.isEmpty
         }
-        guard isEmpty, watchers[watcher.folder] === watcher else { return }
-        watchers[watcher.folder] = nil
+        guard isEmpty, watchers[PropertyListKey(watcher.folder)] === watcher else { return }
+        watchers[PropertyListKey(watcher.folder)] = nil
         // The pipe is empty and blocking: the one byte is written unless a signal interrupts the call. The thread
         // then closes its descriptors on its own; nobody waits for it: closing an inotify descriptor waits for the
         // kernel's grace period (about 15 ms here), which a store released on the main thread must not pay. A new
@@ -142,7 +146,7 @@
           failed = !(count < 0 && (errno == EINTR || errno == EAGAIN))
           continue
         }
-        var changed = Set<String>()
+        var changed = Set<PropertyListKey>()
         var everyFile = false
         var offset = 0
         let headerSize = MemoryLayout<inotify_event>.size
@@ -159,7 +163,7 @@
             if event.mask & (UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_IGNORED)) != 0 {
               everyFile = watches.folderGone(inotify) || everyFile
             } else if let name {
-              changed.insert(name)
+              changed.insert(PropertyListKey(name))
             }
           } else if event.wd == watches.ancestor {
             // Something appeared in it, or it went away too (IN_IGNORED): look for the folder again.

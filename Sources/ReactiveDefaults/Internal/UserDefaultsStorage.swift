@@ -11,6 +11,9 @@ final class UserDefaultsStorage: DefaultsStorage {
   private let domainName: String?
   /// Whether the domain is the application's own (`UserDefaults.standard`).
   private let isStandardDomain: Bool
+  /// Whether the suite's name has a canonically equivalent spelling (Linux): every read then goes to CoreFoundation
+  /// with names it compares exactly (``CorelibsPreferences/needsExactString(_:)``).
+  private let exactNames: Bool
   let persistence: SuitePersistence?
   private let notificationToken = Locked<NotificationToken?>(nil)
   private let keyChanges: KeyChangeForwarder
@@ -24,6 +27,11 @@ final class UserDefaultsStorage: DefaultsStorage {
     self.defaults = SendableDefaults(instance: defaults)
     domainName = domain?.name
     isStandardDomain = domain?.isStandard ?? false
+    #if os(Linux)
+      exactNames = domain.map { !$0.isStandard && CorelibsPreferences.needsExactString($0.name) } ?? false
+    #else
+      exactNames = false
+    #endif
     let keyChanges = KeyChangeForwarder()
     self.keyChanges = keyChanges
     #if os(Linux)
@@ -54,6 +62,9 @@ final class UserDefaultsStorage: DefaultsStorage {
   func object(forKey key: String) -> Any? {
     #if os(Linux)
       if let direct = directObject(forKey: key) { return direct }
+      if persistence != nil, exactNames || CorelibsPreferences.needsExactString(key) {
+        return exactObject(forKey: key)
+      }
     #endif
     return defaults.instance.object(forKey: key)
   }
@@ -73,13 +84,23 @@ final class UserDefaultsStorage: DefaultsStorage {
     /// The value straight from the suite's own domain, when that is what `object(forKey:)` would return: the key is
     /// in that domain and not overridden by a launch argument. nil: ask `object(forKey:)`.
     private func directObject(forKey key: String) -> Any? {
+      guard persistence != nil else { return nil }
+      // A key with a canonically equivalent spelling is always read from the suite's own domain, with a key
+      // CoreFoundation compares exactly: corelibs' merged view compares keys as Swift strings.
+      let exact = exactNames || CorelibsPreferences.needsExactString(key)
       // A plain load first: reads far from any write (the common case) pay no read-modify-write.
-      guard persistence != nil, readsSinceWrite.load(ordering: .relaxed) < Self.directReadsAfterWrite,
-        readsSinceWrite.add(1, ordering: .relaxed).newValue <= Self.directReadsAfterWrite,
+      guard
+        exact
+          || (readsSinceWrite.load(ordering: .relaxed) < Self.directReadsAfterWrite
+            && readsSinceWrite.add(1, ordering: .relaxed).newValue <= Self.directReadsAfterWrite),
         defaults.instance.volatileDomain(forName: UserDefaults.argumentDomain)[key] == nil
       else { return nil }
       guard let object = CorelibsPreferences.value(forKey: key, domain: isStandardDomain ? nil : domainName) else {
         return nil
+      }
+      if exact {
+        // Whatever its size: the merged view could hand out the other spelling's value.
+        return PropertyListValue(foundationObject: object)?.foundationObject
       }
       // Small scalars only. corelibs bridges its own objects to Swift values byte by byte (an `NSData` of a few MiB
       // takes seconds), where `object(forKey:)` hands out Swift values at once: large values, arrays and
@@ -93,6 +114,20 @@ final class UserDefaultsStorage: DefaultsStorage {
       }
     }
 
+    /// What `object(forKey:)` returns, found with the key and the suite's name as strings CoreFoundation compares
+    /// exactly (``CorelibsPreferences/needsExactString(_:)``): corelibs' own lookups compare them as Swift strings,
+    /// in its caches of domains and of applications' search lists too, which can find the other spelling of a key or
+    /// of the suite's name. Launch arguments first, then the suite's own domain, the global domain, and registered
+    /// defaults, as corelibs looks.
+    private func exactObject(forKey key: String) -> Any? {
+      if let argument = defaults.instance.volatileDomain(forName: UserDefaults.argumentDomain)[key] { return argument }
+      let found =
+        CorelibsPreferences.value(forKey: key, domain: isStandardDomain ? nil : domainName)
+        ?? CorelibsPreferences.globalValue(forKey: key)
+      if let found { return PropertyListValue(foundationObject: found)?.foundationObject }
+      return defaults.instance.volatileDomain(forName: UserDefaults.registrationDomain)[key]
+    }
+
     /// The longest string (in UTF-16 units) or data (in bytes) a direct read hands out.
     static let largestDirectString = 4096
   #endif
@@ -104,7 +139,8 @@ final class UserDefaultsStorage: DefaultsStorage {
     switch write {
     case .set(let value):
       #if os(Linux)
-        // Through CoreFoundation with a key it compares exactly (see ``CorelibsPreferences/exactString(_:)``).
+        // Straight to CoreFoundation (what corelibs' `set` does after its checks), with a key it compares exactly
+        // (``CorelibsPreferences/needsExactString(_:)``), and a dictionary's keys too.
         if persistence != nil,
           CorelibsPreferences.set(value.corelibsObject, forKey: key, domain: isStandardDomain ? nil : domainName)
         {
