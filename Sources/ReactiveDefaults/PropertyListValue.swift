@@ -199,6 +199,17 @@ private func foundationDictionary(_ entries: [PropertyListKey: PropertyListValue
 
 #if os(Linux)
   extension PropertyListValue {
+    /// Whether a dictionary in the value has a key with a canonically equivalent spelling
+    /// (``CorelibsPreferences/needsExactString(_:)``): the value must then reach corelibs as ``corelibsObject``.
+    var hasExactKeys: Bool {
+      switch self {
+      case .array(let items): items.contains(where: \.hasExactKeys)
+      case .dictionary(let entries):
+        entries.contains { CorelibsPreferences.needsExactString($0.key.string) || $0.value.hasExactKeys }
+      default: false
+      }
+    }
+
     /// The value as the object CoreFoundation stores (what corelibs' `UserDefaults.set` makes of a Swift value),
     /// with a dictionary's keys as strings CoreFoundation compares exactly, so no two keys merge.
     var corelibsObject: AnyObject {

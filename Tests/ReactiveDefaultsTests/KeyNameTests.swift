@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@testable import ReactiveDefaults
+@_spi(Tools) @testable import ReactiveDefaults
 
 /// "café" with a precomposed é (U+00E9) and with `e` and a combining acute accent (U+0065 U+0301): one string to
 /// Swift, two keys to CoreFoundation, Apple's format and every other tool.
@@ -103,6 +103,22 @@ func rawFile(_ bytes: Data, holds key: String, _ value: String) -> Bool {
     #expect(store[nfd] == "")
     #expect(issues.values.isEmpty)
     withExtendedLifetime(tokens) {}
+  }
+
+  /// A value holding a dictionary with both spellings keeps both, in memory and in the file.
+  @Test(.linuxOnly) func aDictionaryValueKeepsBothSpellings() throws {
+    let (store, _) = makeStore()
+    let key = DefaultsKey<PropertyListValue?>("nested")
+    let value = PropertyListValue.dictionary([
+      PropertyListKey(precomposed): .string("NFC"), PropertyListKey(decomposed): .string("NFD"),
+    ])
+    store[key] = value
+    try store.save()
+    #expect(store.storedEntries[PropertyListKey("nested")] == value)
+    let bytes = try #require(suiteFileBytes(store.suiteName!))
+    let text = String(decoding: bytes, as: UTF8.self)
+    #expect(text.contains("\t\t<key>\(precomposed)</key>\n\t\t<string>NFC</string>"))
+    #expect(text.contains("\t\t<key>\(decomposed)</key>\n\t\t<string>NFD</string>"))
   }
 
   /// An edit and a migration address each spelling alone: a rename of one leaves the other.

@@ -139,9 +139,10 @@ final class UserDefaultsStorage: DefaultsStorage {
     switch write {
     case .set(let value):
       #if os(Linux)
-        // Straight to CoreFoundation (what corelibs' `set` does after its checks), with a key it compares exactly
-        // (``CorelibsPreferences/needsExactString(_:)``), and a dictionary's keys too.
-        if persistence != nil,
+        // A name with a canonically equivalent spelling (the suite's, the key's, or a key inside the value) goes
+        // straight to CoreFoundation, as a string it compares exactly (``CorelibsPreferences/needsExactString(_:)``);
+        // every other write goes through `UserDefaults.set`, as it always has.
+        if persistence != nil, exactNames || CorelibsPreferences.needsExactString(key) || value.hasExactKeys,
           CorelibsPreferences.set(value.corelibsObject, forKey: key, domain: isStandardDomain ? nil : domainName)
         {
           return value
@@ -151,7 +152,9 @@ final class UserDefaultsStorage: DefaultsStorage {
       return value
     case .remove:
       #if os(Linux)
-        if persistence != nil, CorelibsPreferences.set(nil, forKey: key, domain: isStandardDomain ? nil : domainName) {
+        if persistence != nil, exactNames || CorelibsPreferences.needsExactString(key),
+          CorelibsPreferences.set(nil, forKey: key, domain: isStandardDomain ? nil : domainName)
+        {
           return nil
         }
       #endif
