@@ -80,7 +80,9 @@ enum Demo {
   /// This executable, to start a child of the same program.
   private static func executablePath() -> String {
     // `/proc` is Linux's; elsewhere the bundle knows.
-    if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return path }
+    #if os(Linux)
+      if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return path }
+    #endif
     return Bundle.main.executablePath ?? CommandLine.arguments[0]
   }
 }

@@ -104,7 +104,14 @@ case (5, "fds"):
   // Dispatch open descriptors of their own lazily on first use), with stores of the suite open and observed, and
   // after the last of them is released. Every write is saved first: a save holds descriptors while it runs.
   let key = DefaultsKey<Int>(arguments[3], default: 0)
-  func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }
+  func descriptors() -> Int {
+    #if os(Linux)
+      let folder = "/proc/self/fd"
+    #else
+      let folder = "/dev/fd"
+    #endif
+    return (try? FileManager.default.contentsOfDirectory(atPath: folder).count) ?? -1
+  }
   func openObserveAndRelease(_ name: String) -> Int {
     var stores = (0..<3).compactMap { _ in DefaultsStore(suiteName: name) }
     stores[0][key] = 1

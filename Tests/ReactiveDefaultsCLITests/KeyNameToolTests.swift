@@ -8,26 +8,6 @@ import Testing
 private let precomposed = "caf\u{E9}"
 private let decomposed = "cafe\u{301}"
 
-/// An XML property list written by hand (not by the library, nor by Foundation).
-private func handWrittenPlist(_ entries: [(key: String, value: String)]) -> Data {
-  var text = """
-    <?xml version="1.0" encoding="UTF-8"?>
-    <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-    <plist version="1.0">
-    <dict>
-
-    """
-  for (key, value) in entries { text += "\t<key>\(key)</key>\n\t<string>\(value)</string>\n" }
-  text += "</dict>\n</plist>\n"
-  return Data(text.utf8)
-}
-
-/// Whether raw bytes hold `<key>KEY</key>` then `<string>VALUE</string>`, byte for byte.
-private func rawBytes(_ bytes: Data, hold key: String, _ value: String) -> Bool {
-  let needle = Data("<key>\(key)</key>\n\t<string>\(value)</string>".utf8)
-  return bytes.range(of: needle) != nil
-}
-
 /// The tool keeps two keys that differ only by Unicode normalization apart, and says clearly what is wrong with
 /// what it is given.
 @Suite(.linuxOnly) struct KeyNameToolTests {
@@ -40,7 +20,7 @@ private func rawBytes(_ bytes: Data, hold key: String, _ value: String) -> Bool 
     let imported = try await runTool(["import", "d", input], config: config)
     #expect(imported.status == 0, "\(imported.error)")
     let file = try Data(contentsOf: URL(fileURLWithPath: config + "/d.plist"))
-    #expect(rawBytes(file, hold: precomposed, "NFC") && rawBytes(file, hold: decomposed, "NFD"))
+    #expect(rawPlist(file, holds: precomposed, "NFC") && rawPlist(file, holds: decomposed, "NFD"))
 
     // The listing shows both, each escaped so that they read differently.
     let listing = try await runTool(["read", "d"], config: config)
@@ -50,8 +30,8 @@ private func rawBytes(_ bytes: Data, hold key: String, _ value: String) -> Bool 
     #expect(try await runTool(["read", "d", precomposed], config: config).output == "NFC\n")
 
     let exported = try await runTool(["export", "d", "-"], config: config)
-    #expect(rawBytes(Data(exported.output.utf8), hold: precomposed, "NFC"))
-    #expect(rawBytes(Data(exported.output.utf8), hold: decomposed, "NFD"))
+    #expect(rawPlist(Data(exported.output.utf8), holds: precomposed, "NFC"))
+    #expect(rawPlist(Data(exported.output.utf8), holds: decomposed, "NFD"))
 
     let found = try await runTool(["find", "caf"], config: config)
     #expect(found.output.hasPrefix("Found 2 keys in domain 'd'"), "\(found.output)")
@@ -59,13 +39,13 @@ private func rawBytes(_ bytes: Data, hold key: String, _ value: String) -> Bool 
     let renamed = try await runTool(["rename", "d", decomposed, precomposed + "2"], config: config)
     #expect(renamed.status == 0, "\(renamed.error)")
     let after = try Data(contentsOf: URL(fileURLWithPath: config + "/d.plist"))
-    #expect(rawBytes(after, hold: precomposed, "NFC") && rawBytes(after, hold: precomposed + "2", "NFD"))
-    #expect(!rawBytes(after, hold: decomposed, "NFD"))
+    #expect(rawPlist(after, holds: precomposed, "NFC") && rawPlist(after, holds: precomposed + "2", "NFD"))
+    #expect(!rawPlist(after, holds: decomposed, "NFD"))
     // Renaming one spelling to the other moves the value.
     let respelled = try await runTool(["rename", "d", precomposed, decomposed], config: config)
     #expect(respelled.status == 0, "\(respelled.error)")
     let last = try Data(contentsOf: URL(fileURLWithPath: config + "/d.plist"))
-    #expect(rawBytes(last, hold: decomposed, "NFC") && !rawBytes(last, hold: precomposed, "NFC"))
+    #expect(rawPlist(last, holds: decomposed, "NFC") && !rawPlist(last, holds: precomposed, "NFC"))
   }
 
   /// An import names its input and says what an import needs; nothing is imported.

@@ -9,30 +9,6 @@ import Testing
 let precomposed = "caf\u{E9}"
 let decomposed = "cafe\u{301}"
 
-/// An XML property list written by hand (not by the library, nor by Foundation), with both spellings as keys.
-func handWrittenPlist(_ entries: [(key: String, value: String)]) -> Data {
-  var text = """
-    <?xml version="1.0" encoding="UTF-8"?>
-    <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-    <plist version="1.0">
-    <dict>
-
-    """
-  for (key, value) in entries { text += "\t<key>\(key)</key>\n\t<string>\(value)</string>\n" }
-  text += "</dict>\n</plist>\n"
-  return Data(text.utf8)
-}
-
-/// Whether the raw bytes of a file hold `<key>KEY</key>` followed by `<string>VALUE</string>`, byte for byte.
-func rawFile(_ bytes: Data, holds key: String, _ value: String) -> Bool {
-  let needle = Array("<key>\(key)</key>\n\t<string>\(value)</string>".utf8)
-  return bytes.withUnsafeBytes { raw in
-    let haystack = Array(raw.bindMemory(to: UInt8.self))
-    guard haystack.count >= needle.count else { return false }
-    return (0...(haystack.count - needle.count)).contains { haystack[$0..<($0 + needle.count)].elementsEqual(needle) }
-  }
-}
-
 /// A key is exactly its characters: two keys (or suite names) that differ only by Unicode normalization are two
 /// keys everywhere, as they are to CoreFoundation.
 @Suite struct KeyNameTests {
@@ -59,9 +35,9 @@ func rawFile(_ bytes: Data, holds key: String, _ value: String) -> Bool {
     #expect(store[nfd] == "NFD")
     try store.edit { tx in tx[DefaultsKey<String>("b", default: "")] = "B" }
     let bytes = try Data(contentsOf: path)
-    #expect(rawFile(bytes, holds: precomposed, "NFC"))
-    #expect(rawFile(bytes, holds: decomposed, "NFD"))
-    #expect(rawFile(bytes, holds: "a", "A") && rawFile(bytes, holds: "z0", "Z") && rawFile(bytes, holds: "b", "B"))
+    #expect(rawPlist(bytes, holds: precomposed, "NFC"))
+    #expect(rawPlist(bytes, holds: decomposed, "NFD"))
+    #expect(rawPlist(bytes, holds: "a", "A") && rawPlist(bytes, holds: "z0", "Z") && rawPlist(bytes, holds: "b", "B"))
     #expect(store.keys.count == 5)
   }
 
@@ -95,8 +71,8 @@ func rawFile(_ bytes: Data, holds key: String, _ value: String) -> Bool {
     if storage == .suite, isLinux {
       try store.save()
       let bytes = try #require(suiteFileBytes(store.suiteName!))
-      #expect(rawFile(bytes, holds: precomposed, "three"))
-      #expect(rawFile(bytes, holds: decomposed, "two"))
+      #expect(rawPlist(bytes, holds: precomposed, "three"))
+      #expect(rawPlist(bytes, holds: decomposed, "two"))
     }
     store.reset(nfd)
     #expect(store[nfc] == "three")
@@ -197,7 +173,7 @@ func rawFile(_ bytes: Data, holds key: String, _ value: String) -> Bool {
     let nested: [PropertyListKey: PropertyListValue] = ["outer": .dictionary(parsed)]
     let encoded = SuiteFile.encode(nested)
     #expect(try SuiteFile.parseDomain(encoded) == nested)
-    #expect(rawFile(encoded, holds: decomposed, "NFD") == false)  // nested: one tab deeper
+    #expect(rawPlist(encoded, holds: decomposed, "NFD") == false)  // nested: one tab deeper
     #expect(String(decoding: encoded, as: UTF8.self).contains("\t\t<key>\(decomposed)</key>\n\t\t<string>NFD</string>"))
   }
 }

@@ -252,8 +252,16 @@ private let other = DefaultsKey<Int>("other", default: 0)
       : {
         let named = DefaultsStore(suiteName: name)!; return (named, DefaultsStore(instance))
       }()
-    #expect(byName.hub === overInstance.hub)
-    #expect(overInstance.suiteName == name)
+    #if os(Linux)
+      // corelibs' `UserDefaults` keeps its suite's name where the library can read it.
+      #expect(byName.hub === overInstance.hub)
+      #expect(overInstance.suiteName == name)
+    #else
+      // Apple platforms: an instance does not say its suite, so its store has a hub of its own, which re-checks
+      // each key other hubs write (the values below hold the same).
+      #expect(byName.hub !== overInstance.hub)
+      #expect(overInstance.suiteName == nil)
+    #endif
     let seenByName = Recorder<Int>()
     let seenOverInstance = Recorder<Int>()
     let tokens = [
@@ -273,6 +281,17 @@ private let other = DefaultsKey<Int>("other", default: 0)
       // A `UserDefaults()` has no suite: it is the application's own domain, as `.standard` is.
       #expect(DefaultsStore(UserDefaults()).hub === DefaultsStore.standard.hub)
     #endif
+  }
+
+  /// The standard store knows its domain (the app's bundle identifier on Apple platforms, the executable's name on
+  /// Linux), so `keys` lists what it holds and `removeAll()` would reach it.
+  @Test func theStandardStoreListsItsKeys() {
+    let name = "standard.\(UUID().uuidString)"
+    let key = DefaultsKey<Int>(name, default: 0)
+    DefaultsStore.standard[key] = 7
+    defer { DefaultsStore.standard.reset(key) }
+    #expect(DefaultsStore.standard.keys.contains(name))
+    #expect(DefaultsStore.standard.hub.suiteIsKnown)
   }
 
   /// Where the suite of an instance cannot be told (Apple platforms), its hub re-checks each key other hubs write.

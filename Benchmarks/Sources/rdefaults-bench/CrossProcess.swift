@@ -59,8 +59,7 @@ enum CrossProcess {
     }
 
     let child = Process()
-    child.executableURL = URL(
-      fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    child.executableURL = URL(fileURLWithPath: try executablePath())
     child.arguments = ["--child", suite]
     let input = Pipe()
     let output = Pipe()

@@ -66,7 +66,10 @@ enum Growth {
   static func coldOpen(_ settings: Settings) throws -> Comparison {
     let suite = prepareSuite(keys: 10_000)
     defer { cleanUp(suite) }
-    let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    let executable = try executablePath()
+    // The environment as `KEY=value` strings (Glibc's `environ` is not Darwin's).
+    var environment = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { environment.forEach { free($0) } }
     let clock = ContinuousClock()
     func run(_ way: String) throws -> Double {
       var pid = pid_t()
@@ -74,7 +77,7 @@ enum Growth {
       var argv = arguments.map { strdup($0) } + [nil]
       defer { argv.forEach { free($0) } }
       let elapsed = try clock.measure {
-        guard posix_spawn(&pid, executable, nil, nil, &argv, environ) == 0 else {
+        guard posix_spawn(&pid, executable, nil, nil, &argv, &environment) == 0 else {
           throw BenchmarkError("cannot start \(executable)")
         }
         var status: Int32 = 0
@@ -145,8 +148,7 @@ enum TornReads {
     defer { cleanUp(suite) }
     let path = preferencesFolder() + "/\(suite).plist"
     let reader = Process()
-    reader.executableURL = URL(
-      fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    reader.executableURL = URL(fileURLWithPath: try executablePath())
     reader.arguments = ["--torn-reader", path]
     let output = Pipe()
     reader.standardOutput = output

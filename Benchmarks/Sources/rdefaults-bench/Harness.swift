@@ -59,12 +59,27 @@ func compare(
   return (median(baselineTimes), median(ourTimes))
 }
 
-/// Resident memory of this process in bytes, from /proc/self/statm.
+/// Resident memory of this process in bytes, from /proc/self/statm; 0 where there is no /proc (Apple platforms:
+/// the memory field is not measured there).
 func residentBytes() -> Int {
-  guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
-  let fields = text.split(separator: " ")
-  guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
-  return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+  #if os(Linux)
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = text.split(separator: " ")
+    guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+  #else
+    return 0
+  #endif
+}
+
+/// This executable, to start a child of the same program.
+func executablePath() throws -> String {
+  #if os(Linux)
+    return try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+  #else
+    guard let path = Bundle.main.executablePath else { throw BenchmarkError("cannot find this executable") }
+    return path
+  #endif
 }
 
 /// A fresh suite name, removed (with its file) by `cleanUp`.

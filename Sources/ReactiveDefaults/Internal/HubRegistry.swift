@@ -52,10 +52,13 @@ enum HubRegistry {
   }
 
   /// The suite of an instance. Foundation does not say; on Linux, corelibs' `UserDefaults` is Swift and keeps it
-  /// in a stored property that reflection reads. Where that fails (Apple platforms), the suite is unknown.
+  /// in a stored property that reflection reads. Where that fails (Apple platforms), the suite is unknown, except for
+  /// `UserDefaults.standard`, whose persistent domain is named by the app's bundle identifier (Apple's
+  /// `persistentDomain(forName:)` page: "Specify your app's bundle identifier to retrieve any app-specific keys"), so
+  /// that `keys`, `removeAll()` and `removeSuite()` act on it there too.
   private static func domain(of defaults: UserDefaults) -> (name: String, isStandard: Bool)? {
+    if defaults === UserDefaults.standard { return (SuiteFile.standardDomainName, true) }
     #if os(Linux)
-      if defaults === UserDefaults.standard { return (SuiteFile.standardDomainName, true) }
       for child in Mirror(reflecting: defaults).children where child.label == "suite" {
         guard let suite = child.value as? String? else { return nil }
         guard let suite else { return (SuiteFile.standardDomainName, true) }
