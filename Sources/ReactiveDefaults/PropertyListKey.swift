@@ -30,7 +30,7 @@ public struct PropertyListKey: Sendable, Hashable, Comparable, ExpressibleByStri
     lhs.string.utf8.elementsEqual(rhs.string.utf8)
   }
 
-  /// Hashes the UTF-8 bytes, as ``==`` compares them.
+  /// Hashes the UTF-8 bytes, which `==` compares.
   public func hash(into hasher: inout Hasher) {
     let hashed: Void? = string.utf8.withContiguousStorageIfAvailable {
       hasher.combine(bytes: UnsafeRawBufferPointer($0))
