@@ -268,6 +268,8 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
       {
         return true
       }
+      // The kernel tells nobody when a thread starts waiting in flock(2): its state is looked at once a millisecond,
+      // until it shows or the timeout (the failure bound) passes.
       usleep(1000)
     }
     return false

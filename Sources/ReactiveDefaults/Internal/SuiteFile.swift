@@ -401,10 +401,14 @@ struct SuiteFile: Sendable {
   private func openLock(creating: Bool) throws(SaveFailure) -> Int32 {
     var info = stat()
     if stat(folder, &info) != 0 {
-      guard errno == ENOENT,
-        (try? FileManager.default.createDirectory(
-          atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])) != nil
-      else { throw SaveFailure(operation: "cannot use the folder \(folder)") }
+      guard errno == ENOENT else { throw SaveFailure(operation: "cannot use the folder \(folder)") }
+      do {
+        try FileManager.default.createDirectory(
+          atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+      } catch {
+        // The system's reason (errno of the failed mkdir), which Foundation's error gives only as a Cocoa code.
+        throw SaveFailure(operation: "cannot create the folder \(folder)")
+      }
     }
     let descriptor = open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
     guard descriptor >= 0 else {
