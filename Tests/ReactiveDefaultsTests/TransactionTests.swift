@@ -214,64 +214,38 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
     token.cancel()
   }
 
-  #if os(Linux)  // /proc/<pid>/task/<tid>/syscall tells when a thread is blocked in flock(2)
-    /// A save that waits for the suite's lock while an edit holds it must not save, after the edit, the values it would
-    /// have taken before: the edit's newer value of the same key would be lost. (Seen under the sanitizer: a coalesced
-    /// save of `count = 40` waited behind the edit that made it 42, then wrote 40 back.) The saver is let in only once
-    /// it is blocked on the lock, so the order is the losing one every time.
-    @Test(.linuxOnly) func aSaveWaitingBehindAnEditDoesNotWriteOlderValuesOverIt() async throws {
-      let (store, issues) = makeStore(.suite)
-      store[.count] = 40
-      let editing = DispatchSemaphore(value: 0)
-      let saving = DispatchSemaphore(value: 0)
-      let saverThread = Recorder<String>()
-      let blocked = Recorder<Bool>()
-      await onThreadsOfTheirOwn(2) { index in
-        if index == 0 {
-          _ = try? store.edit { tx in
-            editing.signal()
-            saving.wait()
-            blocked.append(waitUntilBlockedOnAFileLock(thread: saverThread.last ?? "", timeout: 10 * timeoutScale))
-            tx[.count] = 42
-          }
-        } else {
-          editing.wait()
-          saverThread.append((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? "")
-          saving.signal()
-          store.flush()
+  /// A save that waits for the suite's lock while an edit holds it must not save, after the edit, the values it would
+  /// have taken before: the edit's newer value of the same key would be lost. (Seen under the sanitizer: a coalesced
+  /// save of `count = 40` waited behind the edit that made it 42, then wrote 40 back.) The edit goes on only once the
+  /// saver is about to wait for the lock (`SuiteFile.lockWaits`), so the order is the losing one every time.
+  @Test(.linuxOnly) func aSaveWaitingBehindAnEditDoesNotWriteOlderValuesOverIt() async throws {
+    let (store, issues) = makeStore(.suite)
+    let lockPath = try #require(store.hub.persistence?.file.lockPath)
+    store[.count] = 40
+    let editing = DispatchSemaphore(value: 0)
+    let saverWaits = DispatchSemaphore(value: 0)
+    SuiteFile.lockWaits.withLock { observer in
+      observer = { path in if path == lockPath { saverWaits.signal() } }
+    }
+    defer { SuiteFile.lockWaits.withLock { $0 = nil } }
+    let waited = Recorder<Bool>()
+    await onThreadsOfTheirOwn(2) { index in
+      if index == 0 {
+        _ = try? store.edit { tx in
+          editing.signal()
+          waited.append(saverWaits.wait(timeout: .now() + 10 * timeoutScale) == .success)
+          tx[.count] = 42
         }
+      } else {
+        editing.wait()
+        store.flush()
       }
-      #expect(blocked.values == [true])
-      #expect(store[.count] == 42)
-      let saved = try #require(suiteFileBytes(store.suiteName!))
-      let domain = try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any]
-      #expect(domain?["count"] as? Int == 42)
-      #expect(issues.values.isEmpty)
     }
-  #endif
-}
-
-#if os(Linux)
-  /// Waits (blocking, on a thread of the test's own) until the thread whose `/proc/thread-self` was `thread`
-  /// (`<pid>/task/<tid>`) is in a `flock` call, as its `syscall` file names it; false if it was not within `timeout`
-  /// seconds.
-  private func waitUntilBlockedOnAFileLock(thread: String, timeout: Double) -> Bool {
-    #if arch(x86_64)
-      let flock = "73 "
-    #else
-      let flock = "32 "  // arm64, riscv64: the generic system call table
-    #endif
-    let deadline = Date(timeIntervalSinceNow: timeout)
-    while Date() < deadline {
-      if let call = try? String(contentsOfFile: "/proc/\(thread)/syscall", encoding: .utf8),
-        call.hasPrefix(flock)
-      {
-        return true
-      }
-      // The kernel tells nobody when a thread starts waiting in flock(2): its state is looked at once a millisecond,
-      // until it shows or the timeout (the failure bound) passes.
-      usleep(1000)
-    }
-    return false
+    #expect(waited.values == [true])
+    #expect(store[.count] == 42)
+    let saved = try #require(suiteFileBytes(store.suiteName!))
+    let domain = try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any]
+    #expect(domain?["count"] as? Int == 42)
+    #expect(issues.values.isEmpty)
   }
-#endif
+}
