@@ -64,19 +64,34 @@ final class EventLog: Sendable {
 /// The folder of this executable (where `rdefaults` is built too).
 let helperFolder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
 
-/// Runs a program to completion; its exit status (-1 when it could not start).
+/// Runs a program to completion, its output discarded; its exit status (-1 when it could not start, or did not
+/// exit normally).
+///
+/// Started with `posix_spawn` and no flags, not with Foundation's `Process`: `Process` puts each child in a process
+/// group of its own (`POSIX_SPAWN_SETPGROUP`), so a tool a worker started outlived the kill of the worker's group and
+/// went on saving after the driver had read the files, which read as an anomaly of the library. A child started here
+/// stays in the worker's group and dies with it.
 func runProgram(_ path: String, _ arguments: [String], environment: [String: String]? = nil) -> Int32 {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: path)
-  process.arguments = arguments
-  if let environment { process.environment = environment }
-  process.standardOutput = FileHandle.nullDevice
-  process.standardError = FileHandle.nullDevice
-  let ended = DispatchSemaphore(value: 0)
-  process.terminationHandler = { _ in ended.signal() }
-  do { try process.run() } catch { return -1 }
-  ended.wait()
-  return process.terminationStatus
+  // Allocated, not a local: the type is a struct in Glibc and a pointer in Darwin; `init` fills it either way.
+  let actions = UnsafeMutablePointer<posix_spawn_file_actions_t>.allocate(capacity: 1)
+  defer { actions.deallocate() }
+  guard posix_spawn_file_actions_init(actions) == 0 else { return -1 }
+  defer { posix_spawn_file_actions_destroy(actions) }
+  posix_spawn_file_actions_addopen(actions, 1, "/dev/null", O_WRONLY, 0)
+  posix_spawn_file_actions_addopen(actions, 2, "/dev/null", O_WRONLY, 0)
+  let variables = environment ?? ProcessInfo.processInfo.environment
+  var environment = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+  defer { environment.forEach { free($0) } }
+  var argv = ([path] + arguments).map { strdup($0) } + [nil]
+  defer { argv.forEach { free($0) } }
+  var pid = pid_t()
+  guard posix_spawn(&pid, path, actions, nil, &argv, &environment) == 0 else { return -1 }
+  var status: Int32 = 0
+  while waitpid(pid, &status, 0) < 0 {
+    if errno != EINTR { return -1 }
+  }
+  // WIFEXITED and WEXITSTATUS, which Swift does not import (macros).
+  return status & 0x7F == 0 ? (status >> 8) & 0xFF : -1
 }
 
 // MARK: The worker
@@ -86,7 +101,8 @@ func runWorker(planPath: String, index: Int) -> Never {
   guard let data = FileManager.default.contents(atPath: planPath),
     let plan = try? JSONDecoder().decode(HistoryPlan.self, from: data)
   else { exit(64) }
-  // A group of its own: the driver's kill then takes the tool processes this worker started with it.
+  // A group of its own (Foundation's `Process` already starts it so; this holds however it was started): the
+  // driver's kill then takes the tools this worker starts (``runProgram``, which keeps them in this group) with it.
   setpgid(0, 0)
   let isPlainWriter = index == plan.workers.count
   let operations = isPlainWriter ? plan.plainWriter : plan.workers[index]
@@ -413,7 +429,7 @@ func runHistory(_ plan: HistoryPlan, bound: UInt64, keepFolder: Bool = false) ->
       guard worker.wait(until: begun, deadline: limit), worker.process.isRunning else { return }
       usleep(UInt32(kill.delayMicroseconds))  // the moment of the kill, not synchronisation
       // The worker's whole process group: a tool process it started must not go on writing after its parent died
-      // (a worker calls setpgid first thing; one killed before that is alone in the group anyway).
+      // (the worker leads a group of its own from its start, and ``runProgram`` keeps its tools in it).
       if Foundation.kill(-worker.process.processIdentifier, SIGKILL) != 0 {
         Foundation.kill(worker.process.processIdentifier, SIGKILL)
       }

@@ -20,6 +20,8 @@
 //   rdefaults-test-helper check [--seeds A,B] [--histories N] [--seconds S] [--bound-ms M] [--first-seed N]
 //                                                 run randomized multi-process histories and check them (History.swift)
 //   rdefaults-test-helper worker PLAN INDEX       one worker of such a history
+//   rdefaults-test-helper group                   start `group-of PGID` as the checker's workers start tools; print
+//                                                 "same group" when it ran in this process's group, else "own group"
 //   rdefaults-test-helper migrate DOMAIN          on a line of input, migrate (a custom step counts its runs in the
 //                                                 key "runs", a rename moves "old" to "new"); print the steps applied
 import Dispatch
@@ -150,6 +152,13 @@ case (3, "migrate"):
   ])
   say("applied \(applied.count)")
   exit(0)
+case (2, "group"):
+  // A worker's tools must die with it when the driver kills the worker's process group.
+  let status = runProgram(CommandLine.arguments[0], ["group-of", "\(getpgrp())"])
+  say(status == 0 ? "same group" : "own group")
+  exit(0)
+case (3, "group-of"):
+  exit(Int32(arguments[2]) == getpgrp() ? 0 : 1)
 case (3, "count"):
   guard let store = DefaultsStore(suiteName: arguments[2]) else { exit(64) }
   say("\(store.userDefaults.persistentDomain(forName: arguments[2])?.count ?? 0)")

@@ -144,6 +144,14 @@ private let checker = HistoryChecker(boundNanoseconds: 50_000_000)  // 50 ms
   static let seeds: [UInt64] =
     ProcessInfo.processInfo.environment["HISTORY_SEED"].flatMap(UInt64.init).map { [$0] } ?? Array(1...24)
 
+  /// A tool a worker starts is in the worker's process group, so the driver's kill of that group takes it too: a tool
+  /// that outlived its worker saved after the driver had read the files, which read as the library's anomaly.
+  /// (Foundation's `Process` starts each child in a group of its own.)
+  @Test func aWorkersToolsDieWithIt() async throws {
+    let result = try await runTool(["group"], config: makeConfigFolder(), tool: "rdefaults-test-helper")
+    #expect(result.output == "same group\n")
+  }
+
   @Test func historiesKeepTheContract() async throws {
     let seeds = Self.seeds.map(String.init).joined(separator: ",")
     // Its output is collected and its end awaited through handlers: no thread waits for it.
