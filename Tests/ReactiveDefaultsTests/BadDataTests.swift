@@ -248,9 +248,9 @@ private func backups(of path: String) -> [String] {
         Issue.record("no backup reported: \(issues.values)")
         return
       }
+      let name = (path as NSString).lastPathComponent.replacingOccurrences(of: ".plist", with: "")
       let record = SuiteFileRecord(
-        file: SuiteFile(suiteName: (path as NSString).lastPathComponent.replacingOccurrences(of: ".plist", with: "")),
-        isStandardDomain: false)
+        file: SuiteFile(suiteName: name), corelibs: CorelibsDomain(name: name, isStandard: false))
       // What another process's first look at the same file does.
       guard case .unreadableFile(_, _, let again?)? = record.open() else {
         Issue.record("not reported again")

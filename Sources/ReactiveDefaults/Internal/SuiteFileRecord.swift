@@ -25,15 +25,12 @@ import Synchronization
 /// Each open of the suite first completes a journal left by a crash.
 final class SuiteFileRecord: Sendable {
   let file: SuiteFile
-  /// The CFPreferences application name of the suite: its name, or the current application for the standard
-  /// domain.
-  private let isStandardDomain: Bool
+  /// corelibs' copy of the suite, and what it is.
+  let corelibs: CorelibsDomain
 
   private struct State {
     /// The file's stamp when last checked for problems: the same file is not checked (or reported) twice.
     var checked: SuiteFile.Stamp?
-    /// What the suite in memory is, as far as this process knows.
-    var memory = Memory.untrusted
     /// What was found so far, replayed to each store that sets an issue handler.
     var found: [DefaultsError] = []
     /// The keys and values of the file as this process last saved or parsed it, and the file's stamp then: a save
@@ -48,25 +45,6 @@ final class SuiteFileRecord: Sendable {
     }
   }
 
-  /// What corelibs' copy of the suite is.
-  enum Memory: Equatable {
-    /// Unknown, or known to miss something: the next reload or edit must reload.
-    case untrusted
-    /// The file as it was missing: no file, loaded as an empty domain.
-    case absent
-    /// The file at this stamp, as this process last saved or loaded it.
-    case loaded(SuiteFile.Stamp)
-
-    /// Whether memory is the file whose stamp is `stamp` (nil: no file).
-    func isFile(_ stamp: SuiteFile.Stamp?) -> Bool {
-      switch (self, stamp) {
-      case (.absent, nil): true
-      case (.loaded(let synced), let stamp?): synced == stamp
-      default: false
-      }
-    }
-  }
-
   private let state = Locked(State())
   /// The thread holding the suite's lock through this record (0: none), so that a thread already holding it (an
   /// ``DefaultsStore/edit(_:)`` whose body calls ``DefaultsStore/flush()``) runs on instead of waiting for itself:
@@ -75,9 +53,9 @@ final class SuiteFileRecord: Sendable {
   /// The size of the file after the last save or reload.
   let savedFileSize = Atomic<Int>(0)
 
-  init(file: SuiteFile, isStandardDomain: Bool) {
+  init(file: SuiteFile, corelibs: CorelibsDomain) {
     self.file = file
-    self.isStandardDomain = isStandardDomain
+    self.corelibs = corelibs
   }
 
   /// What checking the file found.
@@ -90,7 +68,7 @@ final class SuiteFileRecord: Sendable {
   }
 
   /// The first look at the file, before corelibs reads it: completes a journal a crash left, checks the file, and
-  /// makes corelibs' copy the file (``loadFreshCopy()``: corelibs may hold an older copy from an earlier store of
+  /// makes corelibs' copy the file (``CorelibsDomain/reloadCopy()``: corelibs may hold an older copy from an earlier store of
   /// the suite, or from a plain `UserDefaults`), holding the suite's lock. An XML file whose frame is whole is not
   /// parsed here (``SuiteFile/glance()``): parsing 10,000 keys cost more than opening the suite otherwise, and
   /// corelibs, which parses it next, refuses bad XML without harm. If corelibs' fresh copy then lacks the key the file
@@ -102,7 +80,7 @@ final class SuiteFileRecord: Sendable {
   func open() -> DefaultsError? {
     guard file.stamp() != nil || file.journalState() != .absent else {
       // Not re-stamped after the load: a file created meanwhile is an event, and its reload finds memory stale.
-      if loadFreshCopy() { state.withLock { $0.memory = .absent } }
+      if corelibs.reloadCopy() { corelibs.record(.absent) }
       return nil
     }
     do {
@@ -110,15 +88,15 @@ final class SuiteFileRecord: Sendable {
         try recoverJournal()
         if case .looksWhole(let firstKey)? = try? file.glance() {
           let stamp = file.stamp()
-          let fresh = loadFreshCopy()
-          if firstKey.map(domainHas) ?? true {
+          let fresh = corelibs.reloadCopy()
+          if firstKey.map(corelibs.has) ?? true {
             if fresh { markSynced(at: stamp) }
             return nil
           }
         }
         let check = try check()
         let stamp = file.stamp()
-        if loadFreshCopy() && check.issue == nil { markSynced(at: stamp, entries: check.domain?.entries) }
+        if corelibs.reloadCopy() && check.issue == nil { markSynced(at: stamp, entries: check.domain?.entries) }
         return check.issue
       }
     } catch {
@@ -156,8 +134,8 @@ final class SuiteFileRecord: Sendable {
   private func check() throws(SaveFailure) -> Check {
     try recoverJournal()
     let stamp = file.stamp()
-    let (checked, memory) = state.withLock { ($0.checked, $0.memory) }
-    var result = Check(changedElsewhere: !memory.isFile(stamp))
+    let checked = state.withLock { $0.checked }
+    var result = Check(changedElsewhere: !corelibs.isFile(stamp))
     guard stamp != checked else { return result }
     do throws(SuiteFileProblem) {
       result.domain = try file.settledRead()
@@ -221,7 +199,7 @@ final class SuiteFileRecord: Sendable {
       } else if !check.changedElsewhere && stamp != nil {
         // The file is as this process last saved or loaded it, so corelibs' memory is that file plus the
         // unsaved writes: the merged domain as it stands, with no need to parse the file again.
-        entries = try corelibsDomain(defaults)
+        entries = try corelibs.entries(of: defaults)
       } else {
         var onDisk = try entriesOnDisk(check)
         for (key, value) in writes { onDisk[key] = value }
@@ -234,7 +212,7 @@ final class SuiteFileRecord: Sendable {
       // corelibs' file can hold more than the journal: writes made with plain `UserDefaults` in this process, or
       // writes of ours that raced with this save. When corelibs' save failed (its in-place write may have stopped
       // halfway), or its file is unreadable, the journal replaces it.
-      let corelibsSaved = synchronizeDomain()
+      let corelibsSaved = corelibs.synchronize()
       let saved = corelibsSaved ? SuiteFile.contentsAfterSave(file.path, expected: bytes) : .unreadable
       // The stamp of what this save leaves: the journal's, taken before its rename (which keeps it), so that a writer
       // taking no lock that replaces the file right after is a change, never mistaken for this save.
@@ -279,7 +257,7 @@ final class SuiteFileRecord: Sendable {
         // corelibs saved, but its file cannot be read back (a writer that takes no lock is rewriting it, or it
         // grew past the size limit): the journal takes corelibs' memory, which also holds writes made with plain
         // `UserDefaults` in this process (its list of them was just emptied), when that fits the limit.
-        if let memory = try? corelibsDomain(defaults) {
+        if let memory = try? corelibs.entries(of: defaults) {
           let replacement = SuiteFile.encode(memory)
           if replacement.count <= SuiteFile.maximumSize,
             (try? SuiteFile.replaceAtomically(journal, with: replacement)) != nil
@@ -294,19 +272,19 @@ final class SuiteFileRecord: Sendable {
         try SuiteFile.move(journal, over: file.path, flushing: false)
       }
       // corelibs dropped its copy when it had nothing to save: it loads the file now, under the lock.
-      // (Not ``loadFreshCopy()``: a write of ours may run meanwhile, and its synchronize would then rewrite the file in
+      // (Not ``CorelibsDomain/reloadCopy()``: a write of ours may run meanwhile, and its synchronize would then rewrite the file in
       // place with no journal behind it; `dropCopy` drops only when that cannot happen.)
       if copyIsStale && !dropCopy() {
-        loadDomain()
-        state.withLock { $0.memory = .untrusted }
+        corelibs.load()
+        corelibs.record(.untrusted)
         return SaveOutcome(issue: check.issue, changedElsewhere: true)
       }
-      loadDomain()
+      corelibs.load()
       if corelibsSaved || !check.changedElsewhere {
         markSynced(at: savedStamp, entries: entries)
       } else {
         // corelibs kept its copy, which lacks the other process's changes: the next edit or reload must not trust it.
-        state.withLock { $0.memory = .untrusted }
+        corelibs.record(.untrusted)
       }
       return SaveOutcome(issue: check.issue, changedElsewhere: check.changedElsewhere || removedElsewhere)
     }
@@ -354,23 +332,13 @@ final class SuiteFileRecord: Sendable {
       try SuiteFile.move(file.journalPath, over: file.path)
       // Committed. Until corelibs drops its copy, reads give the values from before, never a mix.
       Progress.report(.loading, done: 0, of: 0)
-      guard loadFreshCopy() else {
-        state.withLock { $0.memory = .untrusted }
+      guard corelibs.reloadCopy() else {
+        corelibs.record(.untrusted)
         throw SaveFailure("the file was saved, but Foundation's copy of the suite could not be reloaded")
       }
       markSynced(at: savedStamp, entries: domain)
       return check.issue
     }
-  }
-
-  /// corelibs' copy of the suite, with plain `UserDefaults` writes of this process, each key as corelibs holds it.
-  private func corelibsDomain(_ defaults: UserDefaults) throws(SaveFailure) -> [PropertyListKey: PropertyListValue] {
-    #if os(Linux)
-      let domain = CorelibsPreferences.domain(isStandardDomain ? nil : file.domainName) ?? NSDictionary()
-    #else
-      let domain = NSDictionary(dictionary: defaults.persistentDomain(forName: file.domainName) ?? [:])
-    #endif
-    return try SuiteFile.entries(domain)
   }
 
   /// Refuses to write a file the library would refuse to read (and move aside) at its next open.
@@ -383,76 +351,20 @@ final class SuiteFileRecord: Sendable {
   }
 
   /// Makes the suite in memory the file as it is now: checks the file, then has `dropCache` drop corelibs' cached
-  /// copy (``dropCopy()``, while no write of ours runs) unless something is unsaved, then loads the file.
+  /// copy (``CorelibsDomain/dropCopy()``, while no write of ours runs) unless something is unsaved, then loads the file.
   /// Returns the problem found and whether the cache was dropped (else the caller saves, which also reloads).
   func reload(dropCache: () -> Bool) throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) {
     try locked { () throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) in
       let check = try check()
-      // `dropCache` drops corelibs' copy twice while no write of ours runs (see ``loadFreshCopy()``).
+      // `dropCache` drops corelibs' copy twice while no write of ours runs (see ``CorelibsDomain/dropCopy()``).
       guard dropCache() else { return (check.issue, false) }
       // Stamped before the load: a writer that takes no lock and changes the file from now on is seen as a change
       // at its event, never taken for the version loaded here.
       let stamp = file.stamp()
-      loadDomain()
+      corelibs.load()
       markSynced(at: stamp)
       return (check.issue, true)
     }
-  }
-
-  /// Has corelibs save this suite's domain alone (its `UserDefaults.synchronize()` saves every domain of the
-  /// process, each in place). With nothing unsaved it writes nothing: it only drops its cached copy, so the
-  /// next read loads the file.
-  /// Returns false when corelibs' save failed: its dirty list is then as it was.
-  ///
-  /// A failure is tried once more: corelibs deletes the file of an emptied domain by checking that it exists, then
-  /// removing it, which fails when something else removed it in between; a second try finds no file and succeeds.
-  /// (A failed save leaves corelibs' dirty list as it was, so trying again is safe.)
-  func synchronizeDomain() -> Bool {
-    #if os(Linux)
-      let domain = isStandardDomain ? nil : file.domainName
-      return CorelibsPreferences.synchronize(domain: domain) || CorelibsPreferences.synchronize(domain: domain)
-    #else
-      true
-    #endif
-  }
-
-  /// Has corelibs read the file now, holding the suite's lock (call it there), rather than at the next read: no
-  /// process using the library rewrites the file meanwhile, so corelibs never loads a file another process's
-  /// save is rewriting in place (an empty or cut file would read as an empty suite).
-  private func loadDomain() {
-    #if os(Linux)
-      _ = CorelibsPreferences.value(forKey: "ReactiveDefaults.load", domain: isStandardDomain ? nil : file.domainName)
-    #endif
-  }
-
-  /// Makes corelibs' copy of the domain the file as it is now, and every merged view of it too (call it holding the
-  /// suite's lock, with nothing unsaved in corelibs: else corelibs saves it first).
-  ///
-  /// `CFPreferencesSynchronize` marks the merged views (what `UserDefaults.object(forKey:)` reads) stale *before* it
-  /// drops the domain's copy: a read on another thread in between rebuilds a view from the old copy, and that view
-  /// then outlives the reload, until the next change. So the drop runs twice: a view built in the first one's window
-  /// is marked stale by the second, and one built in the second's is built from a copy loaded from the file.
-  /// Returns false when corelibs could not save what it held (its copy then stays as it was).
-  @discardableResult
-  func loadFreshCopy() -> Bool {
-    guard dropCopy() else { return false }
-    loadDomain()
-    return true
-  }
-
-  /// The drops of ``loadFreshCopy()`` without the load; run it while no write of ours is in progress (a write
-  /// between the two would make the second an in-place save with no journal behind it).
-  func dropCopy() -> Bool {
-    synchronizeDomain() && synchronizeDomain()
-  }
-
-  /// Whether corelibs' copy of the suite's own domain has `key`.
-  private func domainHas(_ key: String) -> Bool {
-    #if os(Linux)
-      CorelibsPreferences.value(forKey: key, domain: isStandardDomain ? nil : file.domainName) != nil
-    #else
-      true
-    #endif
   }
 
   /// Records that the suite in memory is the file whose stamp is `stamp` (nil: no file; call it holding the file's
@@ -462,15 +374,15 @@ final class SuiteFileRecord: Sendable {
     savedFileSize.store(Int(stamp?.size ?? 0), ordering: .relaxed)
     state.withLock { state in
       state.checked = stamp
-      state.memory = stamp.map(Memory.loaded) ?? .absent
       if let entries, let stamp { state.known = (stamp, entries) }
     }
+    corelibs.record(CorelibsDomain.Memory(loadedAt: stamp))
   }
 
   /// Whether the file is as this process last saved or loaded it (a file event was our own save).
   var isSynced: Bool {
     let stamp = file.stamp()
-    return state.withLock { $0.memory.isFile(stamp) }
+    return corelibs.isFile(stamp)
   }
 
   /// The file problems found so far (most recent last, at most 16).

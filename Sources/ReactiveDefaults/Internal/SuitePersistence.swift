@@ -82,9 +82,9 @@ final class SuitePersistence: Sendable {
   /// Saves of hubs that were dropped with unsaved writes (tests wait on it).
   static let handOffs = DispatchGroup()
 
-  init(defaults: UserDefaults, domainName: String, isStandard: Bool) {
+  init(defaults: UserDefaults, domain: CorelibsDomain) {
     self.defaults = SendableDefaults(instance: defaults)
-    record = SuiteFileRecord(file: SuiteFile(suiteName: domainName), isStandardDomain: isStandard)
+    record = SuiteFileRecord(file: SuiteFile(suiteName: domain.name), corelibs: domain)
     // Before corelibs reads the file: complete a save a crash interrupted, check the file (an unreadable one is kept
     // aside before any save could replace it; one corelibs could crash or hang on is moved away), and make corelibs'
     // copy the file, not an older copy it may hold, recording its stamp: from then on, reads compare it with the
@@ -198,7 +198,7 @@ final class SuitePersistence: Sendable {
         },
         writtenSince: { self.unsavedKeys }
       ) {
-        let drop = { self.state.withLock { $0.unsaved.isEmpty && $0.savesInProgress == 1 } && self.record.dropCopy() }
+        let drop = { self.state.withLock { $0.unsaved.isEmpty && $0.savesInProgress == 1 } && self.record.corelibs.dropCopy() }
         return hooks?.excludingWrites(drop) ?? drop()
       }
       if let issue = outcome.issue { findings.issues.append(issue) }
@@ -264,7 +264,7 @@ final class SuitePersistence: Sendable {
     // `UserDefaults` writes of this process (a synchronize saves those).
     if hasPendingWrites {
       try save(into: &findings)
-    } else if !record.synchronizeDomain() {
+    } else if !record.corelibs.synchronize() {
       throw .saveFailed(path: file.path, reason: "Foundation could not save its copy of the suite")
     }
     do throws(SaveFailure) {
@@ -346,7 +346,7 @@ final class SuitePersistence: Sendable {
     guard FileManager.default.fileExists(atPath: file.folder) else {
       findings.changedElsewhere = true
       reloaded = true
-      if hasPendingWrites || !record.loadFreshCopy() { perform(.scheduleSave) }
+      if hasPendingWrites || !record.corelibs.reloadCopy() { perform(.scheduleSave) }
       return
     }
     do {
@@ -377,7 +377,7 @@ final class SuitePersistence: Sendable {
       reloaded = try record.reload {
         // With no write in progress and nothing unsaved, corelibs only drops its cached copy; if it fails to,
         // it had something to write after all: save instead.
-        hooks?.excludingWrites { !self.hasPendingWrites && self.record.dropCopy() } ?? false
+        hooks?.excludingWrites { !self.hasPendingWrites && self.record.corelibs.dropCopy() } ?? false
       }
     } catch {
       throw .saveFailed(path: file.path, reason: error.reason)

@@ -7,13 +7,8 @@ import Synchronization
 /// reloads on file events). On Apple platforms the preferences daemon owns the files.
 final class UserDefaultsStorage: DefaultsStorage {
   private let defaults: SendableDefaults
-  /// The suite's domain name, when known.
-  private let domainName: String?
-  /// Whether the domain is the application's own (`UserDefaults.standard`).
-  private let isStandardDomain: Bool
-  /// Whether the suite's name has a canonically equivalent spelling (Linux): every read then goes to CoreFoundation
-  /// with names it compares exactly (``CorelibsPreferences/needsExactString(_:)``).
-  private let exactNames: Bool
+  /// The suite's domain, when its name is known.
+  private let domain: CorelibsDomain?
   let persistence: SuitePersistence?
   private let notificationToken = Locked<NotificationToken?>(nil)
   private let keyChanges: KeyChangeForwarder
@@ -25,17 +20,12 @@ final class UserDefaultsStorage: DefaultsStorage {
   ///   - domain: The suite's name when known, and whether it is the application's own (standard) domain.
   init(_ defaults: UserDefaults, domain: (name: String, isStandard: Bool)?) {
     self.defaults = SendableDefaults(instance: defaults)
-    domainName = domain?.name
-    isStandardDomain = domain?.isStandard ?? false
-    #if os(Linux)
-      exactNames = domain.map { !$0.isStandard && CorelibsPreferences.needsExactString($0.name) } ?? false
-    #else
-      exactNames = false
-    #endif
+    let domain = domain.map { CorelibsDomain(name: $0.name, isStandard: $0.isStandard) }
+    self.domain = domain
     let keyChanges = KeyChangeForwarder()
     self.keyChanges = keyChanges
     #if os(Linux)
-      persistence = domain.map { SuitePersistence(defaults: defaults, domainName: $0.name, isStandard: $0.isStandard) }
+      persistence = domain.map { SuitePersistence(defaults: defaults, domain: $0) }
     #else
       persistence = nil
     #endif
@@ -59,12 +49,24 @@ final class UserDefaultsStorage: DefaultsStorage {
 
   var userDefaults: UserDefaults? { defaults.instance }
 
+  /// The domain whose copy this process's library reads and writes by exact names (Linux, a suite whose file the
+  /// library handles), when a read or write of `key` must: the suite's name or the key has a canonically
+  /// equivalent spelling (``CorelibsPreferences/needsExactString(_:)``).
+  private func exactDomain(forKey key: String) -> CorelibsDomain? {
+    #if os(Linux)
+      guard persistence != nil, let domain, domain.exactNames || CorelibsPreferences.needsExactString(key) else {
+        return nil
+      }
+      return domain
+    #else
+      nil
+    #endif
+  }
+
   func object(forKey key: String) -> Any? {
     #if os(Linux)
       if let direct = directObject(forKey: key) { return direct }
-      if persistence != nil, exactNames || CorelibsPreferences.needsExactString(key) {
-        return exactObject(forKey: key)
-      }
+      if let exact = exactDomain(forKey: key) { return exactObject(forKey: key, in: exact) }
     #endif
     return defaults.instance.object(forKey: key)
   }
@@ -84,10 +86,10 @@ final class UserDefaultsStorage: DefaultsStorage {
     /// The value straight from the suite's own domain, when that is what `object(forKey:)` would return: the key is
     /// in that domain and not overridden by a launch argument. nil: ask `object(forKey:)`.
     private func directObject(forKey key: String) -> Any? {
-      guard persistence != nil else { return nil }
+      guard persistence != nil, let domain else { return nil }
       // A key with a canonically equivalent spelling is always read from the suite's own domain, with a key
       // CoreFoundation compares exactly: corelibs' merged view compares keys as Swift strings.
-      let exact = exactNames || CorelibsPreferences.needsExactString(key)
+      let exact = exactDomain(forKey: key) != nil
       // A plain load first: reads far from any write (the common case) pay no read-modify-write.
       guard
         exact
@@ -95,9 +97,7 @@ final class UserDefaultsStorage: DefaultsStorage {
             && readsSinceWrite.add(1, ordering: .relaxed).newValue <= Self.directReadsAfterWrite),
         defaults.instance.volatileDomain(forName: UserDefaults.argumentDomain)[key] == nil
       else { return nil }
-      guard let object = CorelibsPreferences.value(forKey: key, domain: isStandardDomain ? nil : domainName) else {
-        return nil
-      }
+      guard let object = domain.value(forKey: key) else { return nil }
       if exact {
         // Whatever its size: the merged view could hand out the other spelling's value.
         return PropertyListValue(foundationObject: object)?.foundationObject
@@ -119,11 +119,9 @@ final class UserDefaultsStorage: DefaultsStorage {
     /// in its caches of domains and of applications' search lists too, which can find the other spelling of a key or
     /// of the suite's name. Launch arguments first, then the suite's own domain, the global domain, and registered
     /// defaults, as corelibs looks.
-    private func exactObject(forKey key: String) -> Any? {
+    private func exactObject(forKey key: String, in domain: CorelibsDomain) -> Any? {
       if let argument = defaults.instance.volatileDomain(forName: UserDefaults.argumentDomain)[key] { return argument }
-      let found =
-        CorelibsPreferences.value(forKey: key, domain: isStandardDomain ? nil : domainName)
-        ?? CorelibsPreferences.globalValue(forKey: key)
+      let found = domain.value(forKey: key) ?? CorelibsPreferences.globalValue(forKey: key)
       if let found { return PropertyListValue(foundationObject: found)?.foundationObject }
       return defaults.instance.volatileDomain(forName: UserDefaults.registrationDomain)[key]
     }
@@ -142,8 +140,9 @@ final class UserDefaultsStorage: DefaultsStorage {
         // A name with a canonically equivalent spelling (the suite's, the key's, or a key inside the value) goes
         // straight to CoreFoundation, as a string it compares exactly (``CorelibsPreferences/needsExactString(_:)``);
         // every other write goes through `UserDefaults.set`, as it always has.
-        if persistence != nil, exactNames || CorelibsPreferences.needsExactString(key) || value.hasExactKeys,
-          CorelibsPreferences.set(value.corelibsObject, forKey: key, domain: isStandardDomain ? nil : domainName)
+        if persistence != nil, let domain,
+          domain.exactNames || CorelibsPreferences.needsExactString(key) || value.hasExactKeys,
+          domain.set(value.corelibsObject, forKey: key)
         {
           return value
         }
@@ -152,9 +151,7 @@ final class UserDefaultsStorage: DefaultsStorage {
       return value
     case .remove:
       #if os(Linux)
-        if persistence != nil, exactNames || CorelibsPreferences.needsExactString(key),
-          CorelibsPreferences.set(nil, forKey: key, domain: isStandardDomain ? nil : domainName)
-        {
+        if let exact = exactDomain(forKey: key), exact.set(nil, forKey: key) {
           return nil
         }
       #endif
@@ -174,14 +171,7 @@ final class UserDefaultsStorage: DefaultsStorage {
   }
 
   func snapshot() -> [PropertyListKey: PropertyListValue] {
-    guard let name = domainName else { return [:] }
-    #if os(Linux)
-      // corelibs' own dictionary, read key by key: `persistentDomain(forName:)` would merge keys that differ only by
-      // Unicode normalization.
-      let domain = CorelibsPreferences.domain(isStandardDomain ? nil : name) ?? NSDictionary()
-    #else
-      let domain = NSDictionary(dictionary: defaults.instance.persistentDomain(forName: name) ?? [:])
-    #endif
+    guard let domain = self.domain?.dictionary(of: defaults.instance) else { return [:] }
     if let entries = try? SuiteFile.entries(domain) { return entries }
     // A value that is not a property-list value (a plain `UserDefaults` write of this process): the others.
     var entries: [PropertyListKey: PropertyListValue] = [:]

@@ -1,0 +1,163 @@
+import Foundation
+import Synchronization
+
+/// corelibs' cached copy of one suite's preferences domain, and what that copy is: the one place that knows whether
+/// memory is the file (Linux; on Apple platforms the preferences daemon owns both, and only the naming is used).
+///
+/// corelibs loads a domain's file once and serves every read from that copy until it is told to drop it
+/// (`CFPreferencesSynchronize` with nothing unsaved), so the rule "memory is the file at stamp S, or known not to be"
+/// holds only if every drop and load goes through here and records what it made the copy (``memory``): a suite's
+/// record calls ``reloadCopy()`` or ``load()`` holding the suite's lock, then records the stamp it took before.
+final class CorelibsDomain: Sendable {
+  /// The suite's name: the domain's, or the application's own for the standard domain.
+  let name: String
+  /// Whether the domain is the application's own (`UserDefaults.standard`).
+  let isStandard: Bool
+  /// Whether reads and writes must name the domain, or a key, with strings CoreFoundation compares exactly
+  /// (Linux: the suite's name has a canonically equivalent spelling; ``CorelibsPreferences/needsExactString(_:)``).
+  let exactNames: Bool
+  private let copy = Locked(Memory.untrusted)
+
+  init(name: String, isStandard: Bool) {
+    self.name = name
+    self.isStandard = isStandard
+    #if os(Linux)
+      exactNames = !isStandard && CorelibsPreferences.needsExactString(name)
+    #else
+      exactNames = false
+    #endif
+  }
+
+  /// What corelibs' copy of the domain is.
+  enum Memory: Equatable, Sendable {
+    /// Unknown, or known to miss something: the next reload or edit must reload.
+    case untrusted
+    /// The file as it was missing: no file, loaded as an empty domain.
+    case absent
+    /// The file at this stamp, as this process last saved or loaded it.
+    case loaded(SuiteFile.Stamp)
+
+    /// The copy a load made of the file whose stamp (taken before the load) was `stamp`; nil: no file.
+    init(loadedAt stamp: SuiteFile.Stamp?) {
+      self = stamp.map(Memory.loaded) ?? .absent
+    }
+
+    /// Whether memory is the file whose stamp is `stamp` (nil: no file).
+    func isFile(_ stamp: SuiteFile.Stamp?) -> Bool {
+      switch (self, stamp) {
+      case (.absent, nil): true
+      case (.loaded(let synced), let stamp?): synced == stamp
+      default: false
+      }
+    }
+  }
+
+  /// What the copy is, as last recorded.
+  var memory: Memory { copy.withLock { $0 } }
+
+  /// Records what the copy is now (call it holding the suite's lock, right after the load or save that made it so).
+  func record(_ memory: Memory) {
+    copy.withLock { $0 = memory }
+  }
+
+  /// Whether the copy is the file whose stamp is `stamp` (nil: no file).
+  func isFile(_ stamp: SuiteFile.Stamp?) -> Bool {
+    copy.withLock { $0.isFile(stamp) }
+  }
+
+  // MARK: corelibs' copy
+
+  /// The domain as CoreFoundation's functions take it: nil names the application's own.
+  private var preferencesName: String? { isStandard ? nil : name }
+
+  /// Has corelibs save this domain alone (`UserDefaults.synchronize()` saves every domain of the process, each in
+  /// place). With nothing unsaved it writes nothing: it only drops its copy, so that the next read loads the file.
+  /// Returns false when corelibs' save failed: its dirty list is then as it was.
+  ///
+  /// A failure is tried once more: corelibs deletes the file of an emptied domain by checking that it exists, then
+  /// removing it, which fails when something else removed it in between; a second try finds no file and succeeds.
+  /// (A failed save leaves corelibs' dirty list as it was, so trying again is safe.)
+  func synchronize() -> Bool {
+    #if os(Linux)
+      CorelibsPreferences.synchronize(domain: preferencesName)
+        || CorelibsPreferences.synchronize(domain: preferencesName)
+    #else
+      true
+    #endif
+  }
+
+  /// Drops the copy, twice (run it while no write of ours is in progress: a write between the two would make the
+  /// second an in-place save with no journal behind it). Returns false when corelibs had something to save and could
+  /// not (its copy then stays as it was).
+  ///
+  /// `CFPreferencesSynchronize` marks the merged views (what `UserDefaults.object(forKey:)` reads) stale *before* it
+  /// drops the domain's copy: a read on another thread in between rebuilds a view from the old copy, and that view
+  /// then outlives the reload, until the next change. So the drop runs twice: a view built in the first one's window
+  /// is marked stale by the second, and one built in the second's is built from a copy loaded from the file.
+  func dropCopy() -> Bool {
+    synchronize() && synchronize()
+  }
+
+  /// Has corelibs read the file now rather than at the next read (call it holding the suite's lock: no process using
+  /// the library rewrites the file meanwhile, so corelibs never loads a file another process's save is rewriting in
+  /// place, which would read as an empty suite).
+  func load() {
+    #if os(Linux)
+      _ = CorelibsPreferences.value(forKey: "ReactiveDefaults.load", domain: preferencesName)
+    #endif
+  }
+
+  /// Makes the copy the file as it is now, and every merged view of it too: ``dropCopy()``, then ``load()`` (call it
+  /// holding the suite's lock, with nothing unsaved in corelibs: else corelibs saves it first). Returns false when
+  /// corelibs could not save what it held. The caller records what the copy is.
+  @discardableResult
+  func reloadCopy() -> Bool {
+    guard dropCopy() else { return false }
+    load()
+    return true
+  }
+
+  /// The value of `key` in the domain's own copy (not the merged view); nil when absent, or not Linux.
+  func value(forKey key: String) -> Any? {
+    #if os(Linux)
+      CorelibsPreferences.value(forKey: key, domain: preferencesName)
+    #else
+      nil
+    #endif
+  }
+
+  /// Whether the copy has `key` (always true where there is no corelibs).
+  func has(_ key: String) -> Bool {
+    #if os(Linux)
+      value(forKey: key) != nil
+    #else
+      true
+    #endif
+  }
+
+  /// Writes (or, for nil, removes) `key` in the domain by exact names (``CorelibsPreferences/set(_:forKey:domain:)``);
+  /// false when that cannot be done (not Linux), and the caller writes through `UserDefaults`.
+  func set(_ object: AnyObject?, forKey key: String) -> Bool {
+    #if os(Linux)
+      CorelibsPreferences.set(object, forKey: key, domain: preferencesName)
+    #else
+      false
+    #endif
+  }
+
+  /// The whole copy as CoreFoundation holds it, with plain `UserDefaults` writes of this process, each key as
+  /// corelibs holds it (Linux: `persistentDomain(forName:)` would merge keys that differ only by Unicode
+  /// normalization).
+  func dictionary(of defaults: UserDefaults) -> NSDictionary {
+    #if os(Linux)
+      CorelibsPreferences.domain(preferencesName) ?? NSDictionary()
+    #else
+      NSDictionary(dictionary: defaults.persistentDomain(forName: name) ?? [:])
+    #endif
+  }
+
+  /// ``dictionary(of:)`` as property-list entries; throws when a value is not a property-list value.
+  func entries(of defaults: UserDefaults) throws(SaveFailure) -> [PropertyListKey: PropertyListValue] {
+    try SuiteFile.entries(dictionary(of: defaults))
+  }
+}
