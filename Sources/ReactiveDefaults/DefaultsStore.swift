@@ -82,7 +82,7 @@ public final class DefaultsStore: Sendable {
   }
 
   deinit {
-    hub.removeIssueListener(ObjectIdentifier(self))
+    hub.issueListeners.remove(ObjectIdentifier(self))
     for action in deallocationActions.withLock({ $0.actions.values }) { action() }
   }
 
@@ -103,7 +103,7 @@ public final class DefaultsStore: Sendable {
   }
 
   private func listenForFileIssues() {
-    hub.addIssueListener(ObjectIdentifier(self)) { [weak self] issue in self?.report(issue) }
+    hub.issueListeners.add(ObjectIdentifier(self)) { [weak self] issue in self?.report(issue) }
   }
 
   /// Whether a suite name is acceptable. The name is a file name on Linux (`<name>.plist`), and it is typed and shown

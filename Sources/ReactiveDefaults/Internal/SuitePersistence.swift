@@ -22,44 +22,15 @@ final class SuitePersistence: Sendable {
   }
 
   /// What a write means for saving, decided under the lock and done after it.
-  enum WriteAction {
-    case none
-    /// The first unsaved write: a save in ``saveDelay``, and one at exit.
-    case scheduleSave
-    /// Enough unsaved keys that a save now is cheaper than letting corelibs' dirty list grow.
-    case saveNow
-  }
+  typealias WriteAction = SuiteSync.WriteAction
 
   private struct State {
-    /// Keys written since the last save, with the value each write stored (nil: removed).
-    var unsaved: [PropertyListKey: PropertyListValue?] = [:]
-    /// Saves that took their keys and have not finished: their keys are still in corelibs' dirty list.
-    var savesInProgress = 0
-    var saveScheduled = false
-    /// Reloads started by file events; events meanwhile ask for one more after the running one.
-    var reloads = ReloadPhase.idle
+    /// The saving and reloading phases.
+    var sync = SuiteSync()
     /// The tools' watchers of the whole file (``watchFile(_:)``).
     var fileWatchers: [UInt64: @Sendable () -> Void] = [:]
     var nextFileWatcherID: UInt64 = 0
     var hooks: Hooks?
-
-    mutating func wrote(_ key: String, _ value: PropertyListValue?, saveAfter maximum: Int) -> WriteAction {
-      let first = unsaved.isEmpty
-      unsaved.updateValue(value, forKey: PropertyListKey(key))
-      if unsaved.count >= maximum { return .saveNow }
-      // The first unsaved write registers for the save at exit, even when a coalesced save is already pending
-      // (a `save()` since may have taken the earlier keys and unregistered).
-      return first ? .scheduleSave : .none
-    }
-
-    mutating func takeUnsaved() -> [PropertyListKey: PropertyListValue?] {
-      savesInProgress += 1
-      defer { unsaved.removeAll() }
-      return unsaved
-    }
-
-    /// Whether corelibs may hold writes not yet saved: unsaved keys, or keys a save in progress took.
-    var hasPendingWrites: Bool { !unsaved.isEmpty || savesInProgress > 0 }
   }
 
   private let defaults: SendableDefaults
@@ -116,7 +87,7 @@ final class SuitePersistence: Sendable {
   func wrote(_ key: String, _ value: PropertyListValue?) -> WriteAction {
     let maximum = max(
       Self.minimumUnsavedKeysBeforeSave, Int(Double(record.savedFileSize.load(ordering: .relaxed)).squareRoot()))
-    return state.withLock { $0.wrote(key, value, saveAfter: maximum) }
+    return state.withLock { $0.sync.wrote(PropertyListKey(key), value, saveAfter: maximum) }
   }
 
   /// Does what ``wrote(_:)`` decided.
@@ -126,30 +97,21 @@ final class SuitePersistence: Sendable {
     case .saveNow: saveReportingFailure()
     case .scheduleSave:
       SaveOnExit.add(self)
-      let alreadyPending = state.withLock { state in
-        defer { state.saveScheduled = true }
-        return state.saveScheduled
-      }
-      guard !alreadyPending else { return }
+      guard state.withLock({ $0.sync.saveRequested() }) == .startTimer else { return }
       DispatchQueue.global().asyncAfter(deadline: .now() + Self.saveDelay) { [weak self] in
         guard let self else { return }
-        // A flush (or a reload) since the write already saved it: nothing to do, no lock to take.
-        let pending = self.state.withLock { state in
-          state.saveScheduled = false
-          return !state.unsaved.isEmpty
-        }
-        if pending { self.saveReportingFailure() }
+        if self.state.withLock({ $0.sync.timerFired() }) == .save { self.saveReportingFailure() }
       }
     }
   }
 
-  var hasUnsavedWrites: Bool { state.withLock { !$0.unsaved.isEmpty } }
+  var hasUnsavedWrites: Bool { state.withLock { $0.sync.hasUnsavedWrites } }
 
   /// The keys written since the last save.
-  var unsavedKeys: Set<PropertyListKey> { state.withLock { Set($0.unsaved.keys) } }
+  var unsavedKeys: Set<PropertyListKey> { state.withLock { Set($0.sync.unsaved.keys) } }
 
   /// Unsaved writes, or writes a save in progress has not finished saving: corelibs' copy must not be dropped.
-  private var hasPendingWrites: Bool { state.withLock { $0.hasPendingWrites } }
+  private var hasPendingWrites: Bool { state.withLock { $0.sync.hasPendingWrites } }
 
   /// Saves now: pending writes reach disk, merged with what other processes saved. On failure the file is as it
   /// was and the writes stay pending for the next save.
@@ -183,7 +145,6 @@ final class SuitePersistence: Sendable {
     // would apply their values after whatever held it (an edit, another save of ours) had saved newer ones.
     var writes: [PropertyListKey: PropertyListValue?] = [:]
     var took = false
-    defer { if took { state.withLock { $0.savesInProgress -= 1 } } }
     do {
       // corelibs' copy may be dropped when that cannot make it save anything: nothing unsaved, no other save
       // waiting with keys in its dirty list, and no write of ours meanwhile.
@@ -191,25 +152,23 @@ final class SuitePersistence: Sendable {
       let outcome = try record.save(
         defaults.instance,
         takingWrites: {
-          writes = state.withLock { $0.takeUnsaved() }
+          writes = state.withLock { $0.sync.saveBegan() }
           took = true
           SaveOnExit.remove(self)
           return writes
         },
         writtenSince: { self.unsavedKeys }
       ) {
-        let drop = { self.state.withLock { $0.unsaved.isEmpty && $0.savesInProgress == 1 } && self.record.corelibs.dropCopy() }
+        let drop = { self.state.withLock { $0.sync.aloneWithNothingUnsaved } && self.record.corelibs.dropCopy() }
         return hooks?.excludingWrites(drop) ?? drop()
       }
       if let issue = outcome.issue { findings.issues.append(issue) }
       // The save merged another process's changes into memory.
       if outcome.changedElsewhere { findings.changedElsewhere = true }
+      if took { _ = state.withLock { $0.sync.saveEnded() } }
     } catch {
-      if !writes.isEmpty {
-        // Back on the list, behind any write made since (its value is the newer one).
-        state.withLock { $0.unsaved.merge(writes) { newer, _ in newer } }
-        SaveOnExit.add(self)
-      }
+      // The writes are back on the list, behind any write made since (its value is the newer one).
+      if took, state.withLock({ $0.sync.saveEnded(unsaved: writes) }) == .registerForExit { SaveOnExit.add(self) }
       throw .saveFailed(path: file.path, reason: error.reason)
     }
   }
@@ -390,13 +349,13 @@ final class SuitePersistence: Sendable {
   /// fixed delay), off the watcher's thread (a reload waits for the suite's lock, and the watcher serves every suite
   /// of the folder), and coalesces the events that arrive while that reload runs into one more reload after it.
   private func fileChanged() {
-    guard state.withLock({ $0.reloads.requested() }) else { return }
+    guard state.withLock({ $0.sync.fileChanged() }) == .startReload else { return }
     // The reference is taken anew for each pass: a stream of events must not keep a released suite alive.
     DispatchQueue.global().async { [weak self] in
       var again = true
       while again, let persistence = self {
         persistence.reload(refreshingAnyway: false)
-        again = persistence.state.withLock { $0.reloads.finished() }
+        again = persistence.state.withLock { $0.sync.reloadFinished() } == .reloadAgain
       }
     }
   }
@@ -467,75 +426,5 @@ final class SuitePersistence: Sendable {
 
   private func notifyFileWatchers() {
     for onChange in state.withLock({ Array($0.fileWatchers.values) }) { onChange() }
-  }
-}
-
-/// The reloads a file event starts: none running, one running, or one running and another asked for meanwhile.
-enum ReloadPhase {
-  case idle
-  case running
-  case runningAgain
-
-  /// A file event: true when a reload must start (none runs).
-  mutating func requested() -> Bool {
-    switch self {
-    case .idle:
-      self = .running
-      return true
-    case .running, .runningAgain:
-      self = .runningAgain
-      return false
-    }
-  }
-
-  /// A reload finished: true when another must run.
-  mutating func finished() -> Bool {
-    switch self {
-    case .runningAgain:
-      self = .running
-      return true
-    case .idle, .running:
-      self = .idle
-      return false
-    }
-  }
-}
-
-/// Saves, at normal process exit, the suites whose coalesced save has not run yet: `set` then `exit(0)` loses
-/// nothing.
-enum SaveOnExit {
-  private static let pending = Locked<[ObjectIdentifier: WeakPersistence]>([:])
-  private static let installed: Bool = {
-    atexit { SaveOnExit.saveAll() }
-    return true
-  }()
-
-  private struct WeakPersistence {
-    weak var persistence: SuitePersistence?
-  }
-
-  static func add(_ persistence: SuitePersistence) {
-    _ = installed
-    pending.withLock { $0[ObjectIdentifier(persistence)] = WeakPersistence(persistence: persistence) }
-  }
-
-  static func remove(_ persistence: SuitePersistence) {
-    _ = pending.withLock { $0.removeValue(forKey: ObjectIdentifier(persistence)) }
-  }
-
-  /// Saves running now (a coalesced save on a background thread took its keys off the pending list).
-  static let inFlight = DispatchGroup()
-
-  /// How long the exit waits for saves already running: long enough for a slow disk, bounded in case one waits for
-  /// a lock another process holds.
-  static let inFlightTimeout: DispatchTimeInterval = .seconds(10)
-
-  private static func saveAll() {
-    let all = pending.withLock { pending in
-      defer { pending = [:] }
-      return pending.values.compactMap(\.persistence)
-    }
-    for persistence in all { persistence.saveReportingFailure() }
-    _ = inFlight.wait(timeout: .now() + inFlightTimeout)
   }
 }
