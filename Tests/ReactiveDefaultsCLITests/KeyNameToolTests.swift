@@ -105,7 +105,7 @@ private let decomposed = "cafe\u{301}"
       if command != "watch" && command != "demo" {
         variants += [
           ["", ""], ["", "", ""], ["d", ""], ["d", "k", ""], ["d", "", "v"], ["missing.domain"],
-          ["missing.domain", "k"], ["d", "missing.key"], ["d", "k", "v", "extra", "extra"],
+          ["missing.domain", "k"], ["d", config + "/missing.key"], ["d", "k", "v", "extra", "extra"],
         ]
       }
       for variant in variants {

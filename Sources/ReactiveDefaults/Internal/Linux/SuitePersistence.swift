@@ -1,9 +1,11 @@
 import Foundation
 import Synchronization
 
-/// The library's handling of one suite's plist on Linux: coalesced saves, the save at exit, reloads when another
-/// process writes the file, the folder watch, and the file's problems. The file operations themselves (lock,
-/// journal, atomic rename, checks) are ``SuiteFileRecord``'s.
+/// The library's handling of one suite's plist on Linux: when to save (coalesced saves, saves at once, the hand-off of
+/// a dropped hub, registration for ``SaveOnExit``), edits and imports under the suite's lock, and, in
+/// SuitePersistence+Reloading.swift, reloads when another process writes the file and the folder watch. Its
+/// bookkeeping is the ``SuiteSync`` state machine; the file operations themselves (lock, journal, atomic rename,
+/// checks and backups) are ``SuiteFileRecord``'s.
 ///
 /// It serves one hub, through the ``Hooks`` the hub attaches; it holds no reference to the hub, so it can outlive
 /// it: a hub dropped with unsaved writes hands them to a background save (``handOff()``), never saving in `deinit`.
@@ -24,7 +26,7 @@ final class SuitePersistence: Sendable {
   /// What a write means for saving, decided under the lock and done after it.
   typealias WriteAction = SuiteSync.WriteAction
 
-  private struct State {
+  struct State {
     /// The saving and reloading phases.
     var sync = SuiteSync()
     /// The tools' watchers of the whole file (``watchFile(_:)``).
@@ -36,11 +38,11 @@ final class SuitePersistence: Sendable {
   private let defaults: SendableDefaults
   let record: SuiteFileRecord
   var file: SuiteFile { record.file }
-  private let state = Locked(State())
+  let state = Locked(State())
   #if os(Linux)
-    private let watch = Locked<FolderWatcher.Subscription?>(nil)
+    let watch = Locked<FolderWatcher.Subscription?>(nil)
     /// When a read last looked at the file (``followFile()``), on the monotonic clock.
-    private let lastFileCheck = Atomic<UInt64>(0)
+    let lastFileCheck = Atomic<UInt64>(0)
   #endif
 
   /// How long after a write its coalesced save runs: well inside the promised 100 ms.
@@ -75,7 +77,7 @@ final class SuitePersistence: Sendable {
     state.withLock { $0.hooks = hooks }
   }
 
-  private var hooks: Hooks? { state.withLock { $0.hooks } }
+  var hooks: Hooks? { state.withLock { $0.hooks } }
 
   /// The file problems found so far (most recent last, at most 16).
   var foundIssues: [DefaultsError] { record.foundIssues }
@@ -111,7 +113,7 @@ final class SuitePersistence: Sendable {
   var unsavedKeys: Set<PropertyListKey> { state.withLock { Set($0.sync.unsaved.keys) } }
 
   /// Unsaved writes, or writes a save in progress has not finished saving: corelibs' copy must not be dropped.
-  private var hasPendingWrites: Bool { state.withLock { $0.sync.hasPendingWrites } }
+  var hasPendingWrites: Bool { state.withLock { $0.sync.hasPendingWrites } }
 
   /// Saves now: pending writes reach disk, merged with what other processes saved. On failure the file is as it
   /// was and the writes stay pending for the next save.
@@ -278,153 +280,5 @@ final class SuitePersistence: Sendable {
       saveReportingFailure()
       Self.handOffs.leave()
     }
-  }
-
-  // MARK: Reloading and watching
-
-  /// Reloads the suite from disk if the file is not as this process last saved or loaded it, then has the hub re-read
-  /// its observed keys and tell their observers (``refresh()``: also what a plain `UserDefaults` write changed).
-  func reload() {
-    reload(refreshingAnyway: true)
-  }
-
-  /// ``reload()``; with `refreshingAnyway == false` (a file event) the hub is told only when the suite was reloaded,
-  /// so that the events of this process's own saves cost a `stat`, not a re-read of every observed key.
-  private func reload(refreshingAnyway: Bool) {
-    var findings = Findings()
-    findings.changedElsewhere = refreshingAnyway
-    var reloaded = false
-    defer {
-      act(on: findings)
-      if reloaded { notifyFileWatchers() }
-    }
-    // The file is as this process last saved or read it (the event was our own save): nothing to reload.
-    if record.isSynced { return }
-    // The folder is gone (removed while watched): nothing to lock or read. Writes of ours wait for it (the next
-    // save creates it); else corelibs' copy is dropped.
-    guard FileManager.default.fileExists(atPath: file.folder) else {
-      findings.changedElsewhere = true
-      reloaded = true
-      if hasPendingWrites || !record.corelibs.reloadCopy() { perform(.scheduleSave) }
-      return
-    }
-    do {
-      try record.locked { () throws(SaveFailure) in
-        // A save of ours may have finished while this waited for the lock.
-        if record.isSynced { return }
-        findings.changedElsewhere = true
-        reloaded = true
-        do throws(DefaultsError) {
-          try reloadHoldingLock(&findings)
-        } catch {
-          findings.issues.append(error)
-        }
-      }
-    } catch {
-      // Only the lock can fail here: the file stays as it is, to be reloaded at its next change.
-      findings.issues.append(
-        .unreadableFile(path: file.path, reason: "cannot be reloaded: \(error.reason)", backup: nil))
-    }
-  }
-
-  /// Makes the suite in memory the file as it is now; call it holding the suite's lock. With writes of ours
-  /// pending, a save merges the file with them, which is a reload too.
-  private func reloadHoldingLock(_ findings: inout Findings) throws(DefaultsError) {
-    let hooks = hooks
-    let reloaded: (issue: DefaultsError?, reloaded: Bool)
-    do {
-      reloaded = try record.reload {
-        // With no write in progress and nothing unsaved, corelibs only drops its cached copy; if it fails to,
-        // it had something to write after all: save instead.
-        hooks?.excludingWrites { !self.hasPendingWrites && self.record.corelibs.dropCopy() } ?? false
-      }
-    } catch {
-      throw .saveFailed(path: file.path, reason: error.reason)
-    }
-    if let issue = reloaded.issue { findings.issues.append(issue) }
-    if !reloaded.reloaded { try save(into: &findings) }
-  }
-
-  /// Reloads at once on a file event (leading edge: another process's save reaches reads and observers without a
-  /// fixed delay), off the watcher's thread (a reload waits for the suite's lock, and the watcher serves every suite
-  /// of the folder), and coalesces the events that arrive while that reload runs into one more reload after it.
-  private func fileChanged() {
-    guard state.withLock({ $0.sync.fileChanged() }) == .startReload else { return }
-    // The reference is taken anew for each pass: a stream of events must not keep a released suite alive.
-    DispatchQueue.global().async { [weak self] in
-      var again = true
-      while again, let persistence = self {
-        persistence.reload(refreshingAnyway: false)
-        again = persistence.state.withLock { $0.sync.reloadFinished() } == .reloadAgain
-      }
-    }
-  }
-
-  /// Makes a read follow the file: at most once a millisecond, a read compares the file's stamp with the one memory
-  /// was loaded from (one `lstat`), and reloads on the reading thread if another process changed it. A watched suite
-  /// (observers, a tool's watch) is also reloaded by its file events, on a background thread, which is what tells its
-  /// observers; the read does not wait for that thread, which a loaded machine may run late. So reads follow the file
-  /// within about a millisecond, observed or not, and a process that never observes holds no inotify descriptor
-  /// (closing one costs about 5 ms at process exit).
-  func followFile() {
-    #if os(Linux)
-      let now = DispatchTime.now().uptimeNanoseconds
-      let last = lastFileCheck.load(ordering: .relaxed)
-      guard now &- last >= Self.fileCheckInterval,
-        lastFileCheck.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged,
-        !record.isSynced
-      else { return }
-      reload(refreshingAnyway: false)
-    #endif
-  }
-
-  /// How often, at most, a read of a suite that is not watched looks at its file (``followFile()``).
-  static let fileCheckInterval: UInt64 = 1_000_000
-
-  /// Watches the suite's file while `wanted()` (the hub has observers) or a tool watches the whole file, asked under
-  /// the watch's lock, so that a first observer arriving while the last one leaves never ends without a watch. A
-  /// watch that begins catches up at once: a save that completed before it began is reloaded too.
-  func updateWatching(_ wanted: () -> Bool) {
-    #if os(Linux)
-      let file = file
-      let (started, ended) = watch.withLock { subscription -> (Bool, FolderWatcher.Subscription?) in
-        let wanted = wanted() || state.withLock { !$0.fileWatchers.isEmpty }
-        if wanted && subscription == nil {
-          subscription = FolderWatcher.subscribe(folder: file.folder, fileName: file.fileName) { [weak self] in
-            self?.fileChanged()
-          }
-          return (subscription != nil, nil)
-        } else if !wanted, let current = subscription {
-          subscription = nil
-          return (false, current)
-        }
-        return (false, nil)
-      }
-      ended?.cancel()
-      if started && !record.isSynced { fileChanged() }
-    #endif
-  }
-
-  /// Calls `onChange` after each reload that found the file changed, until the returned token ends (tools that
-  /// watch a whole domain). nil where there is no file watching.
-  func watchFile(_ onChange: @escaping @Sendable () -> Void) -> DefaultsObservation? {
-    #if os(Linux)
-      let id = state.withLock { state in
-        state.nextFileWatcherID += 1
-        state.fileWatchers[state.nextFileWatcherID] = onChange
-        return state.nextFileWatcherID
-      }
-      updateWatching { (hooks?.observerCount() ?? 0) > 0 }
-      return DefaultsObservation { [self] in
-        _ = state.withLock { $0.fileWatchers.removeValue(forKey: id) }
-        updateWatching { (hooks?.observerCount() ?? 0) > 0 }
-      }
-    #else
-      return nil
-    #endif
-  }
-
-  private func notifyFileWatchers() {
-    for onChange in state.withLock({ Array($0.fileWatchers.values) }) { onChange() }
   }
 }

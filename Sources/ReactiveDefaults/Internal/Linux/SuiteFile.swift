@@ -1,0 +1,80 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// Where corelibs Foundation keeps a suite's plist, and the careful file operations the library does on it: reads
+/// that never follow a link or block on a FIFO (SuiteFile+Reading.swift), atomic writes and backups
+/// (SuiteFile+Writing.swift), and the advisory lock (SuiteFile+Locking.swift).
+struct SuiteFile: Sendable {
+  /// The folder: `$XDG_CONFIG_HOME` when it is absolute, else `$HOME/.config` (corelibs' rule), read from the
+  /// process's environment at each `init`.
+  let folder: String
+  /// The plist's file name, `<suite>.plist`.
+  let fileName: String
+
+  var path: String { folder + "/" + fileName }
+  var domainName: String { String(fileName.dropLast(".plist".count)) }
+  var lockPath: String { path + ".lock" }
+  /// The next version of the file while a save runs (see ``SuiteFileRecord``); renamed over the plist at its end.
+  var journalPath: String { path + ".journal" }
+
+  /// The largest suite file read, imported or backed up (64 MiB): corelibs would read any size, and a 1 GiB file
+  /// took it 35 s and 4 GB of memory.
+  static let maximumSize = 64 << 20
+
+  static var preferencesFolder: String {
+    let environment = ProcessInfo.processInfo.environment
+    if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") { return xdg }
+    return NSHomeDirectory() + "/.config"
+  }
+
+  /// The domain name of `UserDefaults.standard`: the bundle identifier, else the executable's name.
+  static var standardDomainName: String {
+    Bundle.main.bundleIdentifier ?? ProcessInfo.processInfo.processName
+  }
+
+  init(suiteName: String) {
+    folder = Self.preferencesFolder
+    fileName = suiteName + ".plist"
+  }
+
+  /// What identifies one version of the file cheaply: a check is repeated only when this changes.
+  struct Stamp: Equatable, Sendable {
+    var size: Int64
+    var modified: Int
+    var modifiedNanoseconds: Int
+    var inode: UInt64
+  }
+
+  /// The stamp of the plist itself (a link is not followed), or nil when there is none.
+  func stamp() -> Stamp? {
+    Self.stamp(of: path)
+  }
+
+  /// The stamp of the file at `path` (a link is not followed), or nil when there is none. A rename keeps it.
+  static func stamp(of path: String) -> Stamp? {
+    var info = stat()
+    guard lstat(path, &info) == 0 else { return nil }
+    return Stamp(info)
+  }
+}
+
+extension SuiteFile.Stamp {
+  init(_ info: stat) {
+    #if canImport(Darwin)
+      self.init(
+        size: Int64(info.st_size), modified: info.st_mtimespec.tv_sec, modifiedNanoseconds: info.st_mtimespec.tv_nsec,
+        inode: UInt64(info.st_ino))
+    #else
+      self.init(
+        size: Int64(info.st_size), modified: info.st_mtim.tv_sec, modifiedNanoseconds: info.st_mtim.tv_nsec,
+        inode: UInt64(info.st_ino))
+    #endif
+  }
+}
