@@ -48,6 +48,9 @@ final class IssueListeners: Sendable {
 
   /// Tells every listener about `issue`, on this thread, after taking them from under the lock.
   func announce(_ issue: DefaultsError) {
-    for listener in listeners.withLock({ Array($0.values) }) { listener(issue) }
+    for listener in listeners.withLock({ Array($0.values) }) {
+      LockOrder.assertNoneHeld("an issue handler")
+      listener(issue)
+    }
   }
 }

@@ -22,6 +22,7 @@ final class EditLock: Sendable {
   /// Takes the lock, waiting while another thread holds it; returns false at once if this thread holds it.
   func lock() -> Bool {
     let thread = currentThreadID()
+    LockOrder.taking(.edit)
     while true {
       let decision = state.withLock { state -> Decision in
         if state.owner == thread { return .heldByThisThread }
@@ -35,7 +36,9 @@ final class EditLock: Sendable {
       }
       switch decision {
       case .taken: return true
-      case .heldByThisThread: return false
+      case .heldByThisThread:
+        LockOrder.released(.edit)
+        return false
       case .wait(let signal): signal.wait()
       }
     }
@@ -43,6 +46,7 @@ final class EditLock: Sendable {
 
   /// Releases the lock and wakes the first waiter, which then tries again.
   func unlock() {
+    LockOrder.released(.edit)
     let waiter = state.withLock { state -> DispatchSemaphore? in
       state.owner = 0
       return state.waiters.isEmpty ? nil : state.waiters.removeFirst()

@@ -107,7 +107,10 @@ final class KeyObserver<Value: DefaultsValue>: ChangeReceiver, ObservationEnding
   private func deliverPending() {
     while case .decode(let next) = state.withLock({ $0.next() }) {
       let value = decode(next.stored)
-      if case .callHandler = state.withLock({ $0.decoded(value, notify: next.notify) }) { handler(value) }
+      if case .callHandler = state.withLock({ $0.decoded(value, notify: next.notify) }) {
+        LockOrder.assertNoneHeld("an observer")
+        handler(value)
+      }
     }
   }
 }

@@ -68,10 +68,13 @@ final class WriteGate: Sendable {
 
   private func enter(_ pending: Pending?) -> Bool {
     let thread = currentThreadID()
+    LockOrder.taking(.writeGate)
     while true {
       switch state.withLock({ $0.enter(pending, thread: thread) }) {
       case .proceed: return true
-      case .queued: return false
+      case .queued:
+        LockOrder.released(.writeGate)
+        return false
       case .wait(let signal): signal.wait()
       }
     }
@@ -82,6 +85,7 @@ final class WriteGate: Sendable {
     switch state.withLock({ $0.next() }) {
     case .write(let pending): return (pending.write, pending.key)
     case .open(let wake):
+      LockOrder.released(.writeGate)
       wake?.signal()
       return nil
     }

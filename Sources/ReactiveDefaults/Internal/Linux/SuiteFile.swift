@@ -78,3 +78,10 @@ extension SuiteFile.Stamp {
     #endif
   }
 }
+
+extension SuiteFile {
+  /// What a store reports for a save (or a lock, a reload, an edit) of this suite that failed with `failure`.
+  func failure(_ failure: SaveFailure) -> DefaultsError {
+    .saveFailed(path: path, reason: failure.reason)
+  }
+}

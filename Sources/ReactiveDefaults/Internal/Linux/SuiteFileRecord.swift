@@ -68,12 +68,13 @@ final class SuiteFileRecord: Sendable {
   }
 
   /// The first look at the file, before corelibs reads it: completes a journal a crash left, checks the file, and
-  /// makes corelibs' copy the file (``CorelibsDomain/reloadCopy()``: corelibs may hold an older copy from an earlier store of
-  /// the suite, or from a plain `UserDefaults`), holding the suite's lock. An XML file whose frame is whole is not
-  /// parsed here (``SuiteFile/glance()``): parsing 10,000 keys cost more than opening the suite otherwise, and
-  /// corelibs, which parses it next, refuses bad XML without harm. If corelibs' fresh copy then lacks the key the file
-  /// names first, corelibs could not parse the file: the full check runs at once, so the file is reported, and copied
-  /// before anything could replace it.
+  /// makes corelibs' copy the file (``CorelibsDomain/reloadCopy()``: corelibs may hold an older copy from an earlier
+  /// store of the suite, or from a plain `UserDefaults`), holding the suite's lock. An XML file whose frame is whole
+  /// is not parsed here (``SuiteFile/glance()``): parsing 10,000 keys cost more than opening the suite otherwise, and
+  /// corelibs, which parses it next, refuses bad XML without harm. If corelibs reloaded its copy and the copy lacks
+  /// the key the file names first, corelibs could not parse the file: the full check runs at once, so the file is
+  /// reported, and copied before anything could replace it. (When corelibs could not drop its older copy, that copy
+  /// proves nothing about the file: the suite is not marked as loaded, so the next reload or edit loads it.)
   ///
   /// With no file (and no journal), nothing is created: corelibs' copy is only dropped, so that it reads as the
   /// missing file does.
@@ -100,7 +101,7 @@ final class SuiteFileRecord: Sendable {
         return check.issue
       }
     } catch {
-      return .saveFailed(path: file.path, reason: error.reason)
+      return file.failure(error)
     }
   }
 
@@ -110,6 +111,8 @@ final class SuiteFileRecord: Sendable {
     let thread = currentThreadID()
     // Only this thread ever stores its own id: seeing it means this thread holds the lock.
     if lockOwner.load(ordering: .acquiring) == thread { return try body() }
+    LockOrder.taking(.suiteFile)
+    defer { LockOrder.released(.suiteFile) }
     return try file.withLock { () throws(SaveFailure) -> T in
       lockOwner.store(thread, ordering: .releasing)
       defer { lockOwner.store(0, ordering: .releasing) }
@@ -219,6 +222,11 @@ final class SuiteFileRecord: Sendable {
       var savedStamp: SuiteFile.Stamp?
       var copyIsStale = false
       var removedElsewhere = false
+      /// The commit point: the journal, stamped, renamed over the plist.
+      func commitJournal() throws(SaveFailure) {
+        savedStamp = SuiteFile.stamp(of: journal)
+        try SuiteFile.move(journal, over: file.path, flushing: false)
+      }
       switch saved {
       case .different(let written):
         // The journal takes corelibs' content (atomically), then is renamed over the plist: one commit point, so
@@ -236,8 +244,7 @@ final class SuiteFileRecord: Sendable {
         }
         do {
           try SuiteFile.replaceAtomically(journal, with: content)
-          savedStamp = SuiteFile.stamp(of: journal)
-          try SuiteFile.move(journal, over: file.path, flushing: false)
+          try commitJournal()
         } catch {
           // No room for another copy: corelibs' file, which was just read back whole, stays; the journal, which
           // lacks what corelibs holds beyond it, goes.
@@ -265,15 +272,13 @@ final class SuiteFileRecord: Sendable {
             entries = memory
           }
         }
-        savedStamp = SuiteFile.stamp(of: journal)
-        try SuiteFile.move(journal, over: file.path, flushing: false)
+        try commitJournal()
       case .same, .unreadable:
-        savedStamp = SuiteFile.stamp(of: journal)
-        try SuiteFile.move(journal, over: file.path, flushing: false)
+        try commitJournal()
       }
       // corelibs dropped its copy when it had nothing to save: it loads the file now, under the lock.
-      // (Not ``CorelibsDomain/reloadCopy()``: a write of ours may run meanwhile, and its synchronize would then rewrite the file in
-      // place with no journal behind it; `dropCopy` drops only when that cannot happen.)
+      // (Not ``CorelibsDomain/reloadCopy()``: a write of ours may run meanwhile, and its synchronize would then rewrite
+      // the file in place with no journal behind it; `dropCopy` drops only when that cannot happen.)
       if copyIsStale && !dropCopy() {
         corelibs.load()
         corelibs.record(.untrusted)
@@ -311,8 +316,8 @@ final class SuiteFileRecord: Sendable {
   }
 
   /// Writes `changes` into the suite's file (a nil value removes its key), keeping its other keys, as one atomic
-  /// replacement (a flushed journal, then a rename), and drops corelibs' cached copy so that the next read loads the
-  /// file. Call it holding the suite's lock, with nothing unsaved in corelibs and no write in progress: corelibs'
+  /// replacement (a flushed journal, then a rename), then has corelibs drop its copy and load the file at once. Call
+  /// it holding the suite's lock, with nothing unsaved in corelibs and no write in progress: corelibs'
   /// copy is dropped, not merged. Much cheaper than writing many keys through corelibs, whose cost per new key
   /// grows with the number of unsaved keys; and a failure leaves both the file and memory as they were.
   /// Returns the problem the check found (an unreadable file, backed up, that is replaced).

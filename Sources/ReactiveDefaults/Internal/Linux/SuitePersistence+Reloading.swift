@@ -61,7 +61,7 @@ extension SuitePersistence {
         hooks?.excludingWrites { !self.hasPendingWrites && self.record.corelibs.dropCopy() } ?? false
       }
     } catch {
-      throw .saveFailed(path: file.path, reason: error.reason)
+      throw file.failure(error)
     }
     if let issue = reloaded.issue { findings.issues.append(issue) }
     if !reloaded.reloaded { try save(into: &findings) }

@@ -171,7 +171,7 @@ final class SuitePersistence: Sendable {
     } catch {
       // The writes are back on the list, behind any write made since (its value is the newer one).
       if took, state.withLock({ $0.sync.saveEnded(unsaved: writes) }) == .registerForExit { SaveOnExit.add(self) }
-      throw .saveFailed(path: file.path, reason: error.reason)
+      throw file.failure(error)
     }
   }
 
@@ -190,7 +190,7 @@ final class SuitePersistence: Sendable {
         }
       }
     } catch {
-      throw .saveFailed(path: file.path, reason: error.reason)
+      throw file.failure(error)
     }
   }
 
@@ -231,7 +231,7 @@ final class SuitePersistence: Sendable {
     do throws(SaveFailure) {
       if let issue = try record.merge(changes) { findings.issues.append(issue) }
     } catch {
-      throw .saveFailed(path: file.path, reason: error.reason)
+      throw file.failure(error)
     }
     committed()
   }
@@ -262,7 +262,7 @@ final class SuitePersistence: Sendable {
         return Result { try body(&findings) }
       }
     } catch {
-      throw DefaultsError.saveFailed(path: file.path, reason: error.reason)
+      throw file.failure(error)
     }
     return try outcome.get()
   }

@@ -37,8 +37,10 @@ final class UserDefaultsStorage: DefaultsStorage {
     #else
       registrations = nil
     #endif
-    // corelibs answers stale reads on a cold suite used from several threads at once: warm it up here (after the
-    // persistence checked the file, so that corelibs never reads a file that could crash or hang it).
+    // corelibs answers stale reads on a cold suite used from several threads at once: the first read happens here,
+    // on one thread. (Where the library handles the file, its record has loaded corelibs' copy already, after
+    // checking the file, so that corelibs never reads a file that could crash or hang it; for an instance whose suite
+    // is unknown, this read loads it.)
     _ = defaults.object(forKey: "ReactiveDefaults.warmUp")
   }
 
@@ -69,10 +71,6 @@ final class UserDefaultsStorage: DefaultsStorage {
       if let exact = exactDomain(forKey: key) { return exactObject(forKey: key, in: exact) }
     #endif
     return defaults.instance.object(forKey: key)
-  }
-
-  func value(forKey key: String) -> PropertyListValue? {
-    object(forKey: key).flatMap(PropertyListValue.init(foundationObject:))
   }
 
   #if os(Linux)

@@ -25,6 +25,8 @@ struct Locked<State>: ~Copyable, Sendable {
   borrowing func withLock<Result, Failure: Error>(
     _ body: (inout sending State) throws(Failure) -> sending Result
   ) throws(Failure) -> sending Result {
+    LockOrder.taking(.state)
+    defer { LockOrder.released(.state) }
     guard let acquire = ThreadSanitizer.acquire, let release = ThreadSanitizer.release else {
       return try mutex.withLock(body)
     }
