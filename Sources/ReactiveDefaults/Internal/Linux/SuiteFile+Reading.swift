@@ -23,7 +23,7 @@ extension SuiteFile {
   /// Reads the plist: nil when there is none, else its domain, or the problem that keeps it from being one. A link
   /// is never followed and a FIFO never opened blocking; the size is checked before reading.
   func read() throws(SuiteFileProblem) -> Domain? {
-    try Self.read(path)
+    try read(path)
   }
 
   /// ``read()``, asked again up to twice, 50 ms apart, while the content looks unreadable: a writer that takes no
@@ -42,9 +42,10 @@ extension SuiteFile {
     }
   }
 
-  static func read(_ path: String) throws(SuiteFileProblem) -> Domain? {
-    guard let bytes = try readChecked(path) else { return nil }
-    return Domain(entries: try parseDomain(bytes), bytes: bytes)
+  /// The domain of the file at `path`, read as ``read()`` reads the plist.
+  func read(_ path: String) throws(SuiteFileProblem) -> Domain? {
+    guard let bytes = try readBytes(path) else { return nil }
+    return Domain(entries: try Self.parseDomain(bytes), bytes: bytes)
   }
 
   /// What a quick look at the plist found (``glance()``).
@@ -63,7 +64,7 @@ extension SuiteFile {
   /// which reads the file next, refuses bad input without crashing. A binary plist is always read in full (corelibs'
   /// binary parser can crash), and so is any file that is cut short, not XML, or whose root is not a dictionary.
   func glance() throws(SuiteFileProblem) -> Glance {
-    guard let bytes = try Self.readChecked(path) else { return .absent }
+    guard let bytes = try readBytes(path) else { return .absent }
     switch XMLPropertyList.frame(bytes) {
     case .notWhole: return .needsReading
     case .emptyDictionary: return .looksWhole(firstKey: nil)
@@ -73,52 +74,8 @@ extension SuiteFile {
 
   /// A regular file's bytes, no larger than ``maximumSize``: nil when there is no file. A link is never followed
   /// and a FIFO never opened blocking; the size is checked before reading.
-  static func readChecked(_ path: String) throws(SuiteFileProblem) -> Data? {
-    var info = stat()
-    guard lstat(path, &info) == 0 else {
-      if errno == ENOENT { return nil }
-      throw .cannotRead(String(cString: strerror(errno)))
-    }
-    try Self.requireRegularFile(info)
-    guard Int64(info.st_size) <= Int64(maximumSize) else { throw .tooLarge(Int64(info.st_size)) }
-    let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-    guard descriptor >= 0 else {
-      if errno == ENOENT { return nil }
-      throw errno == ELOOP ? .symbolicLink : .cannotRead(String(cString: strerror(errno)))
-    }
-    defer { close(descriptor) }
-    // The name may have been replaced between lstat and open: judge what was opened.
-    guard fstat(descriptor, &info) == 0 else { throw .cannotRead(String(cString: strerror(errno))) }
-    try Self.requireRegularFile(info)
-    guard Int64(info.st_size) <= Int64(maximumSize) else { throw .tooLarge(Int64(info.st_size)) }
-    return try readAll(descriptor, limit: maximumSize)
-  }
-
-  static func requireRegularFile(_ info: stat) throws(SuiteFileProblem) {
-    switch info.st_mode & S_IFMT {
-    case S_IFREG: return
-    case S_IFLNK: throw .symbolicLink
-    case S_IFDIR: throw .notAFile(SuiteFileProblem.folder)
-    case S_IFIFO: throw .notAFile("a FIFO")
-    case S_IFSOCK: throw .notAFile("a socket")
-    default: throw .notAFile("a device")
-    }
-  }
-
-  static func readAll(_ descriptor: Int32, limit: Int) throws(SuiteFileProblem) -> Data {
-    var bytes = Data()
-    var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-    while true {
-      let count = chunk.withUnsafeMutableBytes { systemRead(descriptor, $0.baseAddress, $0.count) }
-      if count < 0 {
-        if errno == EINTR { continue }
-        throw .cannotRead(String(cString: strerror(errno)))
-      }
-      if count == 0 { return bytes }
-      bytes.append(contentsOf: chunk[0..<count])
-      // The file grew while being read.
-      guard bytes.count <= limit else { throw .tooLarge(Int64(bytes.count)) }
-    }
+  func readBytes(_ path: String) throws(SuiteFileProblem) -> Data? {
+    try system.readFile(path, Self.maximumSize)
   }
 
   /// The dictionary a property list holds: binary ones through the strict reader (corelibs' binary parser crashes
@@ -156,19 +113,12 @@ extension SuiteFile {
   }
 
   func journalState() -> JournalState {
-    var info = stat()
-    guard lstat(journalPath, &info) == 0 else { return .absent }
-    guard info.st_mode & S_IFMT == S_IFREG else {
-      return info.st_mode & S_IFMT == S_IFLNK ? .partial : .absent
-    }
+    guard let status = system.status(journalPath) else { return .absent }
+    guard status.kind == .regular else { return status.kind == .symbolicLink ? .partial : .absent }
     do {
-      return try Self.read(journalPath) == nil ? .absent : .whole
+      return try read(journalPath) == nil ? .absent : .whole
     } catch {
       return .partial
     }
   }
-}
-
-private func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-  read(descriptor, buffer, count)
 }

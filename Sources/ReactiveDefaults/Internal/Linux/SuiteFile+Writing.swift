@@ -40,56 +40,27 @@ extension SuiteFile {
     case unreadable
   }
 
-  /// Reads the plist after corelibs' save: the bytes are compared first, and parsed only when they differ.
-  static func contentsAfterSave(_ path: String, expected: Data) -> SavedContents {
+  /// Reads the file at `path` after corelibs' save: the bytes are compared first, and parsed only when they differ.
+  func contentsAfterSave(_ path: String, expected: Data) -> SavedContents {
     do {
       guard let bytes = try readBytes(path) else { return .absent }
       if bytes == expected { return .same }
-      _ = try parseDomain(bytes)
+      _ = try Self.parseDomain(bytes)
       return .different(bytes)
     } catch {
       return .unreadable
     }
   }
 
-  /// Writes `bytes` to a new file at `target` (`O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600) and flushes it to disk.
-  /// A failed write leaves no file behind.
-  static func writeNewFile(_ target: String, _ bytes: Data) throws(SaveFailure) {
-    let descriptor = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-    guard descriptor >= 0 else { throw SaveFailure(operation: "cannot create \(target)") }
-    var failure: SaveFailure?
-    bytes.withUnsafeBytes { buffer in
-      var offset = 0
-      while offset < buffer.count {
-        let written = systemWrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-        if written < 0 && errno == EINTR { continue }
-        guard written > 0 else {
-          failure = SaveFailure(operation: "cannot write \(target)")
-          return
-        }
-        offset += written
-      }
-    }
-    // A modification time to the nanosecond: file systems stamp a write with a clock that ticks every few
-    // milliseconds, so two saves in one tick, of one size, the second into the inode the first freed, looked like one
-    // file (``Stamp``), and a process took another's newer save for its own older one (found by the history checker).
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    var times = [now, now]
-    if failure == nil && futimens(descriptor, &times) != 0 {
-      failure = SaveFailure(operation: "cannot set the modification time of \(target)")
-    }
-    if failure == nil && fsync(descriptor) != 0 { failure = SaveFailure(operation: "cannot flush \(target) to disk") }
-    if close(descriptor) != 0 && failure == nil { failure = SaveFailure(operation: "cannot close \(target)") }
-    if let failure {
-      unlink(target)
-      throw failure
-    }
+  /// Writes `bytes` to a new file at `target` (which must not exist; mode 0600, never through a link), stamped to
+  /// the nanosecond and flushed to disk. A failed write leaves no file behind.
+  func writeNewFile(_ target: String, _ bytes: Data) throws(SaveFailure) {
+    try system.createFile(target, bytes)
   }
 
   /// Replaces `target` with `bytes` atomically: a new file in the same folder, flushed, renamed over it, and the
   /// folder flushed. A reader sees the old file or the new one, whole.
-  static func replaceAtomically(_ target: String, with bytes: Data) throws(SaveFailure) {
+  func replaceAtomically(_ target: String, with bytes: Data) throws(SaveFailure) {
     let temporary = target + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     try writeNewFile(temporary, bytes)
     try move(temporary, over: target, sourceIsTemporary: true)
@@ -97,24 +68,26 @@ extension SuiteFile {
 
   /// Renames `source` over `target` and flushes their folder. On failure a temporary `source` is removed; a file
   /// that holds data (a journal, an unreadable plist) is kept.
-  static func move(
+  func move(
     _ source: String, over target: String, sourceIsTemporary: Bool = false, flushing: Bool = true
   ) throws(SaveFailure) {
-    guard rename(source, target) == 0 else {
-      let failure = SaveFailure(operation: "cannot rename \(source) to \(target)")
-      if sourceIsTemporary { unlink(source) }
-      throw failure
+    do {
+      try system.rename(source, target)
+    } catch {
+      if sourceIsTemporary { system.remove(source) }
+      throw error
     }
     if flushing { try flushFolder(of: target) }
   }
 
-  /// Flushes a folder's entries to disk, so a rename or an unlink in it survives a power cut.
-  static func flushFolder(of path: String) throws(SaveFailure) {
-    let folder = (path as NSString).deletingLastPathComponent
-    let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    guard descriptor >= 0 else { throw SaveFailure(operation: "cannot open the folder \(folder)") }
-    defer { close(descriptor) }
-    guard fsync(descriptor) == 0 else { throw SaveFailure(operation: "cannot flush the folder \(folder)") }
+  /// Flushes the folder of `path` to disk, so a rename or a removal in it survives a power cut.
+  func flushFolder(of path: String) throws(SaveFailure) {
+    try system.flushFolder((path as NSString).deletingLastPathComponent)
+  }
+
+  /// Removes the file at `path`, if there is one.
+  func remove(_ path: String) {
+    system.remove(path)
   }
 
   // MARK: Backups
@@ -134,11 +107,11 @@ extension SuiteFile {
   /// following a link. Returns the backup's path, or nil when it could not be written (a full disk: then no partial
   /// backup is left either).
   func keepCopy() -> String? {
-    guard let bytes = (try? Self.readBytes(path)) ?? nil, !bytes.isEmpty else { return nil }
+    guard let bytes = (try? readBytes(path)) ?? nil, !bytes.isEmpty else { return nil }
     let backup = backupPath(for: bytes)
-    if (try? Self.readBytes(backup)) ?? nil == bytes { return backup }
+    if (try? readBytes(backup)) ?? nil == bytes { return backup }
     do {
-      try Self.replaceAtomically(backup, with: bytes)
+      try replaceAtomically(backup, with: bytes)
       return backup
     } catch {
       return nil
@@ -148,33 +121,14 @@ extension SuiteFile {
   /// Moves the plist out of the way (to the backup name of its content, or `<suite>.plist.corrupt-<size>` for one
   /// too large to read), so that corelibs never reads it. Returns the new path, or nil.
   func moveAside() -> String? {
-    var info = stat()
-    guard lstat(path, &info) == 0 else { return nil }
-    let bytes = Int64(info.st_size) <= Int64(Self.maximumSize) ? (try? Self.readBytes(path)) ?? nil : nil
-    let target = bytes.map(backupPath(for:)) ?? path + ".corrupt-size\(info.st_size)-inode\(info.st_ino)"
+    guard let stamp = stamp() else { return nil }
+    let bytes = stamp.size <= Int64(Self.maximumSize) ? (try? readBytes(path)) ?? nil : nil
+    let target = bytes.map(backupPath(for:)) ?? path + ".corrupt-size\(stamp.size)-inode\(stamp.inode)"
     do {
-      try Self.move(path, over: target)
+      try move(path, over: target)
       return target
     } catch {
       return nil
     }
   }
-
-  /// A small regular file's bytes (for comparing backups), never following a link.
-  static func readBytes(_ path: String) throws(SuiteFileProblem) -> Data? {
-    let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-    guard descriptor >= 0 else {
-      if errno == ENOENT { return nil }
-      throw .cannotRead(String(cString: strerror(errno)))
-    }
-    defer { close(descriptor) }
-    var info = stat()
-    guard fstat(descriptor, &info) == 0 else { throw .cannotRead(String(cString: strerror(errno))) }
-    try requireRegularFile(info)
-    return try readAll(descriptor, limit: maximumSize)
-  }
-}
-
-private func systemWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
-  write(descriptor, buffer, count)
 }

@@ -17,6 +17,8 @@ struct SuiteFile: Sendable {
   let folder: String
   /// The plist's file name, `<suite>.plist`.
   let fileName: String
+  /// The file operations: the real ones, or (tests) files in memory.
+  let system: FileSystem
 
   var path: String { folder + "/" + fileName }
   var domainName: String { String(fileName.dropLast(".plist".count)) }
@@ -40,8 +42,14 @@ struct SuiteFile: Sendable {
   }
 
   init(suiteName: String) {
-    folder = Self.preferencesFolder
-    fileName = suiteName + ".plist"
+    self.init(folder: Self.preferencesFolder, fileName: suiteName + ".plist", system: .posix)
+  }
+
+  /// The file `fileName` in `folder`, reached through `system`.
+  init(folder: String, fileName: String, system: FileSystem) {
+    self.folder = folder
+    self.fileName = fileName
+    self.system = system
   }
 
   /// What identifies one version of the file cheaply: a check is repeated only when this changes.
@@ -54,14 +62,12 @@ struct SuiteFile: Sendable {
 
   /// The stamp of the plist itself (a link is not followed), or nil when there is none.
   func stamp() -> Stamp? {
-    Self.stamp(of: path)
+    stamp(of: path)
   }
 
   /// The stamp of the file at `path` (a link is not followed), or nil when there is none. A rename keeps it.
-  static func stamp(of path: String) -> Stamp? {
-    var info = stat()
-    guard lstat(path, &info) == 0 else { return nil }
-    return Stamp(info)
+  func stamp(of path: String) -> Stamp? {
+    system.status(path)?.stamp
   }
 }
 

@@ -125,9 +125,9 @@ final class SuiteFileRecord: Sendable {
   func recoverJournal() throws(SaveFailure) {
     switch file.journalState() {
     case .absent: break
-    case .whole: try SuiteFile.move(file.journalPath, over: file.path)
+    case .whole: try file.move(file.journalPath, over: file.path)
     // Cut short before it was complete: the plist was not touched yet.
-    case .partial: unlink(file.journalPath)
+    case .partial: file.remove(file.journalPath)
     }
   }
 
@@ -211,12 +211,12 @@ final class SuiteFileRecord: Sendable {
       let bytes = SuiteFile.encode(entries ?? [:])
       try Self.checkSize(bytes)
       let journal = file.journalPath
-      try SuiteFile.writeNewFile(journal, bytes)
+      try file.writeNewFile(journal, bytes)
       // corelibs' file can hold more than the journal: writes made with plain `UserDefaults` in this process, or
       // writes of ours that raced with this save. When corelibs' save failed (its in-place write may have stopped
       // halfway), or its file is unreadable, the journal replaces it.
       let corelibsSaved = corelibs.synchronize()
-      let saved = corelibsSaved ? SuiteFile.contentsAfterSave(file.path, expected: bytes) : .unreadable
+      let saved = corelibsSaved ? file.contentsAfterSave(file.path, expected: bytes) : .unreadable
       // The stamp of what this save leaves: the journal's, taken before its rename (which keeps it), so that a writer
       // taking no lock that replaces the file right after is a change, never mistaken for this save.
       var savedStamp: SuiteFile.Stamp?
@@ -224,8 +224,8 @@ final class SuiteFileRecord: Sendable {
       var removedElsewhere = false
       /// The commit point: the journal, stamped, renamed over the plist.
       func commitJournal() throws(SaveFailure) {
-        savedStamp = SuiteFile.stamp(of: journal)
-        try SuiteFile.move(journal, over: file.path, flushing: false)
+        savedStamp = file.stamp(of: journal)
+        try file.move(journal, over: file.path, flushing: false)
       }
       switch saved {
       case .different(let written):
@@ -243,12 +243,12 @@ final class SuiteFileRecord: Sendable {
           if content != written { copyIsStale = true }
         }
         do {
-          try SuiteFile.replaceAtomically(journal, with: content)
+          try file.replaceAtomically(journal, with: content)
           try commitJournal()
         } catch {
           // No room for another copy: corelibs' file, which was just read back whole, stays; the journal, which
           // lacks what corelibs holds beyond it, goes.
-          unlink(journal)
+          file.remove(journal)
           savedStamp = file.stamp()
         }
         // corelibs' content, not parsed here: the next save copies corelibs' domain, or parses the file.
@@ -257,7 +257,7 @@ final class SuiteFileRecord: Sendable {
         // corelibs removed the file of a domain it holds empty, or another process removed it after the check (then
         // corelibs, with nothing of ours unsaved, only dropped its copy): either way memory is loaded as no file
         // now, and the observers of the keys the journal held must hear of it.
-        unlink(journal)
+        file.remove(journal)
         if entries?.isEmpty == false { removedElsewhere = true }
         entries = nil
       case .unreadable where corelibsSaved:
@@ -267,7 +267,7 @@ final class SuiteFileRecord: Sendable {
         if let memory = try? corelibs.entries(of: defaults) {
           let replacement = SuiteFile.encode(memory)
           if replacement.count <= SuiteFile.maximumSize,
-            (try? SuiteFile.replaceAtomically(journal, with: replacement)) != nil
+            (try? file.replaceAtomically(journal, with: replacement)) != nil
           {
             entries = memory
           }
@@ -295,7 +295,7 @@ final class SuiteFileRecord: Sendable {
     }
     // The rename (or unlink) is made durable after the lock is released: the next process waiting for the lock
     // (a reload of this very save, in a process that watches the suite) need not wait for the disk as well.
-    try SuiteFile.flushFolder(of: file.path)
+    try file.flushFolder(of: file.path)
     return outcome
   }
 
@@ -332,9 +332,9 @@ final class SuiteFileRecord: Sendable {
       let bytes = SuiteFile.encode(domain)
       try Self.checkSize(bytes)
       Progress.report(.writing, done: 0, of: 0)
-      try SuiteFile.writeNewFile(file.journalPath, bytes)
-      let savedStamp = SuiteFile.stamp(of: file.journalPath)
-      try SuiteFile.move(file.journalPath, over: file.path)
+      try file.writeNewFile(file.journalPath, bytes)
+      let savedStamp = file.stamp(of: file.journalPath)
+      try file.move(file.journalPath, over: file.path)
       // Committed. Until corelibs drops its copy, reads give the values from before, never a mix.
       Progress.report(.loading, done: 0, of: 0)
       guard corelibs.reloadCopy() else {

@@ -24,7 +24,8 @@ extension SuitePersistence {
     if record.isSynced { return }
     // The folder is gone (removed while watched): nothing to lock or read. Writes of ours wait for it (the next
     // save creates it); else corelibs' copy is dropped.
-    guard FileManager.default.fileExists(atPath: file.folder) else {
+    // (`folder/.`: a link to the folder is followed, as for every other path through it.)
+    guard file.system.status(file.folder + "/.") != nil else {
       findings.changedElsewhere = true
       reloaded = true
       if hasPendingWrites || !record.corelibs.reloadCopy() { perform(.scheduleSave) }
@@ -109,12 +110,10 @@ extension SuitePersistence {
   func updateWatching(_ wanted: () -> Bool) {
     #if os(Linux)
       let file = file
-      let (started, ended) = watch.withLock { subscription -> (Bool, FolderWatcher.Subscription?) in
+      let (started, ended) = watch.withLock { subscription -> (Bool, FileWatch?) in
         let wanted = wanted() || state.withLock { !$0.fileWatchers.isEmpty }
         if wanted && subscription == nil {
-          subscription = FolderWatcher.subscribe(folder: file.folder, fileName: file.fileName) { [weak self] in
-            self?.fileChanged()
-          }
+          subscription = file.system.watch(file.folder, file.fileName) { [weak self] in self?.fileChanged() }
           return (subscription != nil, nil)
         } else if !wanted, let current = subscription {
           subscription = nil

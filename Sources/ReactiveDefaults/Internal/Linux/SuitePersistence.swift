@@ -40,7 +40,7 @@ final class SuitePersistence: Sendable {
   var file: SuiteFile { record.file }
   let state = Locked(State())
   #if os(Linux)
-    let watch = Locked<FolderWatcher.Subscription?>(nil)
+    let watch = Locked<FileWatch?>(nil)
     /// When a read last looked at the file (``followFile()``), on the monotonic clock.
     let lastFileCheck = Atomic<UInt64>(0)
   #endif

@@ -1,0 +1,254 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// What stands at a path, as a suite file's handling needs to know it (a link is never followed).
+struct FileStatus: Equatable, Sendable {
+  enum Kind: Equatable, Sendable {
+    case regular, symbolicLink, folder, fifo, socket, device
+  }
+
+  var kind: Kind
+  var stamp: SuiteFile.Stamp
+}
+
+/// The file operations under a suite's file, as values: the seam through which the persistence's decisions (journal
+/// recovery, checks and backups, merges) are tested with no disk. ``posix`` is the real one; the tests' in-memory one
+/// keeps files in a dictionary and fails an operation on demand. A store over a file of the app's choosing, with no
+/// corelibs in the way, is meant to reuse it.
+///
+/// Each operation is one the library needs, not a general file API: a read never follows a link nor blocks on a
+/// FIFO; a new file is created exclusively, written whole, stamped to the nanosecond and flushed; replacing a file is
+/// a rename over it.
+struct FileSystem: Sendable {
+  /// What is at `path`, not following a link; nil when nothing is.
+  var status: @Sendable (_ path: String) -> FileStatus?
+  /// The bytes of the regular file at `path`, when it holds at most `limit`; nil when nothing is there. Throws what
+  /// keeps it from being read: a link, something other than a regular file, a larger file, the system's error.
+  var readFile: @Sendable (_ path: String, _ limit: Int) throws(SuiteFileProblem) -> Data?
+  /// Creates `path`, which must not exist (mode 0600, never through a link), holding `bytes`, with a modification
+  /// time to the nanosecond, flushed to disk. On failure no file is left.
+  var createFile: @Sendable (_ path: String, _ bytes: Data) throws(SaveFailure) -> Void
+  /// Renames `source` over `target`, atomically.
+  var rename: @Sendable (_ source: String, _ target: String) throws(SaveFailure) -> Void
+  /// Removes the file at `path`, if there is one.
+  var remove: @Sendable (_ path: String) -> Void
+  /// Flushes a folder's entries to disk, so that a rename or a removal in it survives a power cut.
+  var flushFolder: @Sendable (_ folder: String) throws(SaveFailure) -> Void
+  /// Takes the exclusive advisory lock of the file `lockPath` (creating `folder` and the lock file when missing; the
+  /// lock file must be a regular file), calling `waiting` before it waits for another holder. Returns what releases
+  /// it.
+  var lock:
+    @Sendable (_ lockPath: String, _ folder: String, _ waiting: () -> Void) throws(SaveFailure) ->
+      @Sendable () -> Void
+  /// Calls `onChange` after changes to the file `fileName` in `folder` (or to the folder itself), until the returned
+  /// watch is cancelled; nil where there is no watching.
+  var watch:
+    @Sendable (_ folder: String, _ fileName: String, _ onChange: @escaping @Sendable () -> Void) -> FileWatch?
+}
+
+/// A watch of one file (``FileSystem/watch``), ended by ``cancel()``.
+final class FileWatch: Sendable {
+  private let end: @Sendable () -> Void
+
+  init(_ end: @escaping @Sendable () -> Void) {
+    self.end = end
+  }
+
+  func cancel() { end() }
+}
+
+extension FileSystem {
+  /// The real file system, through POSIX calls.
+  static let posix = FileSystem(
+    status: { path in
+      var info = stat()
+      guard lstat(path, &info) == 0 else { return nil }
+      return FileStatus(info)
+    },
+    readFile: { path, limit throws(SuiteFileProblem) in try POSIXFiles.read(path, limit: limit) },
+    createFile: { path, bytes throws(SaveFailure) in try POSIXFiles.create(path, bytes) },
+    rename: { source, target throws(SaveFailure) in
+      guard Foundation.rename(source, target) == 0 else {
+        throw SaveFailure(operation: "cannot rename \(source) to \(target)")
+      }
+    },
+    remove: { path in unlink(path) },
+    flushFolder: { folder throws(SaveFailure) in
+      let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+      guard descriptor >= 0 else { throw SaveFailure(operation: "cannot open the folder \(folder)") }
+      defer { close(descriptor) }
+      guard fsync(descriptor) == 0 else { throw SaveFailure(operation: "cannot flush the folder \(folder)") }
+    },
+    lock: { lockPath, folder, waiting throws(SaveFailure) in
+      try POSIXFiles.lock(lockPath, folder: folder, waiting: waiting)
+    },
+    watch: { folder, fileName, onChange in
+      #if os(Linux)
+        guard let subscription = FolderWatcher.subscribe(folder: folder, fileName: fileName, onChange: onChange)
+        else { return nil }
+        return FileWatch { subscription.cancel() }
+      #else
+        nil
+      #endif
+    })
+}
+
+extension FileStatus {
+  init(_ info: stat) {
+    let kind: Kind
+    switch info.st_mode & S_IFMT {
+    case S_IFREG: kind = .regular
+    case S_IFLNK: kind = .symbolicLink
+    case S_IFDIR: kind = .folder
+    case S_IFIFO: kind = .fifo
+    case S_IFSOCK: kind = .socket
+    default: kind = .device
+    }
+    self.init(kind: kind, stamp: SuiteFile.Stamp(info))
+  }
+}
+
+/// The POSIX calls behind ``FileSystem/posix``.
+private enum POSIXFiles {
+  static func read(_ path: String, limit: Int) throws(SuiteFileProblem) -> Data? {
+    var info = stat()
+    guard lstat(path, &info) == 0 else {
+      if errno == ENOENT { return nil }
+      throw .cannotRead(String(cString: strerror(errno)))
+    }
+    try requireRegularFile(info)
+    guard Int64(info.st_size) <= Int64(limit) else { throw .tooLarge(Int64(info.st_size)) }
+    let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+    guard descriptor >= 0 else {
+      if errno == ENOENT { return nil }
+      throw errno == ELOOP ? .symbolicLink : .cannotRead(String(cString: strerror(errno)))
+    }
+    defer { close(descriptor) }
+    // The name may have been replaced between lstat and open: judge what was opened.
+    guard fstat(descriptor, &info) == 0 else { throw .cannotRead(String(cString: strerror(errno))) }
+    try requireRegularFile(info)
+    guard Int64(info.st_size) <= Int64(limit) else { throw .tooLarge(Int64(info.st_size)) }
+    var bytes = Data()
+    var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+    while true {
+      let count = chunk.withUnsafeMutableBytes { systemRead(descriptor, $0.baseAddress, $0.count) }
+      if count < 0 {
+        if errno == EINTR { continue }
+        throw .cannotRead(String(cString: strerror(errno)))
+      }
+      if count == 0 { return bytes }
+      bytes.append(contentsOf: chunk[0..<count])
+      // The file grew while being read.
+      guard bytes.count <= limit else { throw .tooLarge(Int64(bytes.count)) }
+    }
+  }
+
+  static func requireRegularFile(_ info: stat) throws(SuiteFileProblem) {
+    switch FileStatus(info).kind {
+    case .regular: return
+    case .symbolicLink: throw .symbolicLink
+    case .folder: throw .notAFile(SuiteFileProblem.folder)
+    case .fifo: throw .notAFile("a FIFO")
+    case .socket: throw .notAFile("a socket")
+    case .device: throw .notAFile("a device")
+    }
+  }
+
+  static func create(_ target: String, _ bytes: Data) throws(SaveFailure) {
+    let descriptor = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+    guard descriptor >= 0 else { throw SaveFailure(operation: "cannot create \(target)") }
+    var failure: SaveFailure?
+    bytes.withUnsafeBytes { buffer in
+      var offset = 0
+      while offset < buffer.count {
+        let written = systemWrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+        if written < 0 && errno == EINTR { continue }
+        guard written > 0 else {
+          failure = SaveFailure(operation: "cannot write \(target)")
+          return
+        }
+        offset += written
+      }
+    }
+    // A modification time to the nanosecond: file systems stamp a write with a clock that ticks every few
+    // milliseconds, so two saves in one tick, of one size, the second into the inode the first freed, looked like one
+    // file (``SuiteFile/Stamp``), and a process took another's newer save for its own older one (found by the
+    // history checker).
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    var times = [now, now]
+    if failure == nil && futimens(descriptor, &times) != 0 {
+      failure = SaveFailure(operation: "cannot set the modification time of \(target)")
+    }
+    if failure == nil && fsync(descriptor) != 0 { failure = SaveFailure(operation: "cannot flush \(target) to disk") }
+    if close(descriptor) != 0 && failure == nil { failure = SaveFailure(operation: "cannot close \(target)") }
+    if let failure {
+      unlink(target)
+      throw failure
+    }
+  }
+
+  static func lock(_ lockPath: String, folder: String, waiting: () -> Void) throws(SaveFailure) -> @Sendable () -> Void
+  {
+    let descriptor = try openLock(lockPath, folder: folder)
+    // Uncontended (the common case): one call. Else the wait is announced, then waited out.
+    if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+      guard errno == EWOULDBLOCK || errno == EINTR else {
+        let failure = SaveFailure(operation: "cannot lock \(lockPath)")
+        close(descriptor)
+        throw failure
+      }
+      waiting()
+      while flock(descriptor, LOCK_EX) != 0 {
+        guard errno == EINTR else {
+          let failure = SaveFailure(operation: "cannot lock \(lockPath)")
+          close(descriptor)
+          throw failure
+        }
+      }
+    }
+    return {
+      flock(descriptor, LOCK_UN)
+      close(descriptor)
+    }
+  }
+
+  private static func openLock(_ lockPath: String, folder: String) throws(SaveFailure) -> Int32 {
+    var info = stat()
+    if stat(folder, &info) != 0 {
+      guard errno == ENOENT else { throw SaveFailure(operation: "cannot use the folder \(folder)") }
+      do {
+        try FileManager.default.createDirectory(
+          atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+      } catch {
+        // The system's reason (errno of the failed mkdir), which Foundation's error gives only as a Cocoa code.
+        throw SaveFailure(operation: "cannot create the folder \(folder)")
+      }
+    }
+    let descriptor = open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
+    guard descriptor >= 0 else {
+      if errno == ELOOP { throw SaveFailure("the lock file \(lockPath) is a symbolic link; it was left alone") }
+      throw SaveFailure(operation: "cannot open the lock file \(lockPath)")
+    }
+    guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+      close(descriptor)
+      throw SaveFailure("the lock file \(lockPath) is not a regular file; it was left alone")
+    }
+    return descriptor
+  }
+}
+
+private func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+  read(descriptor, buffer, count)
+}
+
+private func systemWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+  write(descriptor, buffer, count)
+}
