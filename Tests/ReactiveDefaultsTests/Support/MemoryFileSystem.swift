@@ -1,6 +1,5 @@
 import Foundation
 
-
 @testable import ReactiveDefaults
 
 /// Files in memory behind the library's file seam (``FileSystem``): the persistence's decisions (journal recovery,

@@ -49,8 +49,7 @@ struct FileSystem: Sendable {
       @Sendable () -> Void
   /// Calls `onChange` after changes to the file `fileName` in `folder` (or to the folder itself), until the returned
   /// watch is cancelled; nil where there is no watching.
-  var watch:
-    @Sendable (_ folder: String, _ fileName: String, _ onChange: @escaping @Sendable () -> Void) -> FileWatch?
+  var watch: @Sendable (_ folder: String, _ fileName: String, _ onChange: @escaping @Sendable () -> Void) -> FileWatch?
 }
 
 /// A watch of one file (``FileSystem/watch``), ended by ``cancel()``.
