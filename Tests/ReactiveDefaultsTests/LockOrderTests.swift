@@ -30,7 +30,7 @@ import Testing
     #expect(held == LockOrder.Held())
   }
 
-  /// Counts per rank stay apart (16 bits each) and nest.
+  /// Counts per rank stay apart (8 bits each) and nest.
   @Test func countsNestPerRank() {
     var held = LockOrder.Held()
     for _ in 0..<3 { held.add(.state) }

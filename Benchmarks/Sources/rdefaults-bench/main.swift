@@ -66,6 +66,7 @@ func run(_ settings: Settings) throws {
   for keys in [100, 1_000, 10_000] {
     row("fanout_speedup_\(keys)", Scenarios.fanout(keys: keys, settings), target: keys == 1_000 ? "≥ 100" : "grows")
   }
+  row("main_actor_delivery_overhead", MainActorDelivery.measure(settings), target: "≤ 3")
   let latencies = try CrossProcess.measure(samples: settings.quick ? 100 : 300)
   fields["cross_process_p50_ms"] = percentile(latencies, 0.5)
   fields["cross_process_p99_ms"] = percentile(latencies, 0.99)

@@ -106,7 +106,7 @@ final class KeyObserver<Value: DefaultsValue>: ChangeReceiver, ObservationEnding
 
   private func deliverPending() {
     while case .decode(let next) = state.withLock({ $0.next() }) {
-      let value = decode(next.stored)
+      let value = DefaultsStore.observedValue(next.stored, for: key, reportingTo: store)
       if case .callHandler = state.withLock({ $0.decoded(value, notify: next.notify) }) {
         LockOrder.assertNoneHeld("an observer")
         handler(value)
@@ -115,11 +115,14 @@ final class KeyObserver<Value: DefaultsValue>: ChangeReceiver, ObservationEnding
   }
 }
 
-extension KeyObserver {
-  /// The stored value as `Value`: the key's default when absent or of another type (reported to the store).
-  fileprivate func decode(_ stored: PropertyListValue?) -> Value {
+extension DefaultsStore {
+  /// A stored value as an observer of `key` receives it: the key's default when absent or of another type (reported
+  /// to `store`).
+  static func observedValue<Value>(
+    _ stored: PropertyListValue?, for key: DefaultsKey<Value>, reportingTo store: DefaultsStore?
+  ) -> Value {
     guard let stored else { return key.defaultValue }
-    switch DefaultsStore.decode(stored, for: key) {
+    switch decode(stored, for: key) {
     case .success(let value): return value
     case .failure(let issue):
       store?.report(issue)

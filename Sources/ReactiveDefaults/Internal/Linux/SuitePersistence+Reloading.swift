@@ -24,8 +24,7 @@ extension SuitePersistence {
     if record.isSynced { return }
     // The folder is gone (removed while watched): nothing to lock or read. Writes of ours wait for it (the next
     // save creates it); else corelibs' copy is dropped.
-    // (`folder/.`: a link to the folder is followed, as for every other path through it.)
-    guard file.system.status(file.folder + "/.") != nil else {
+    guard file.system.status(file.folder) != nil else {
       findings.changedElsewhere = true
       reloaded = true
       if hasPendingWrites || !record.corelibs.reloadCopy() { perform(.scheduleSave) }

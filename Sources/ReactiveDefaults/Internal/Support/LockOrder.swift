@@ -22,8 +22,8 @@
 /// edit another suite.) Observers and issue handlers never run under a state lock (``assertNoneHeld(_:ranks:)``):
 /// they are the caller's code, which may write, save or edit.
 ///
-/// Each thread's held locks are counted per rank in one pointer-sized thread-specific value (four 16-bit counts): no
-/// allocation, and nothing at all in release builds.
+/// Each thread's held locks are counted per rank in one pointer-sized thread-specific value (four 8-bit counts, so
+/// that it fits 32-bit words too): no allocation, and nothing at all in release builds.
 enum LockOrder {
   enum Rank: Int, CustomStringConvertible {
     case edit = 0
@@ -54,16 +54,20 @@ enum LockOrder {
     }
   #endif
 
-  /// The locks one thread holds: a 16-bit count per rank.
+  /// The locks one thread holds: an 8-bit count per rank.
   struct Held: Equatable {
     var bits: UInt = 0
 
     func count(_ rank: Rank) -> UInt {
-      (bits >> (UInt(rank.rawValue) * 16)) & 0xFFFF
+      (bits >> (UInt(rank.rawValue) * 8)) & 0xFF
     }
 
-    mutating func add(_ rank: Rank) { bits &+= 1 << (UInt(rank.rawValue) * 16) }
-    mutating func remove(_ rank: Rank) { bits &-= 1 << (UInt(rank.rawValue) * 16) }
+    mutating func add(_ rank: Rank) {
+      assert(count(rank) < 0xFF, "lock order: \(rank) nested more than 254 deep")
+      bits &+= 1 << (UInt(rank.rawValue) * 8)
+    }
+
+    mutating func remove(_ rank: Rank) { bits &-= 1 << (UInt(rank.rawValue) * 8) }
 
     /// The lock held that forbids taking one of `rank` (a later rank), or nil.
     func forbidding(_ rank: Rank) -> Rank? {

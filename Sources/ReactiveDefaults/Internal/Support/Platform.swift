@@ -2,12 +2,59 @@
   import Darwin
 
   func currentThreadID() -> UInt { UInt(bitPattern: pthread_self()) }
-#elseif canImport(Glibc)
-  import Glibc
 
-  func currentThreadID() -> UInt { UInt(pthread_self()) }
-#elseif canImport(Musl)
-  import Musl
+  /// Whether the calling thread is the process's main thread, where the main actor runs.
+  func isMainThread() -> Bool { pthread_main_np() != 0 }
+#else
+  import Dispatch
 
-  func currentThreadID() -> UInt { UInt(bitPattern: pthread_self()) }
+  #if canImport(Glibc)
+    import Glibc
+
+    func currentThreadID() -> UInt { UInt(pthread_self()) }
+  #elseif canImport(Musl)
+    import Musl
+
+    func currentThreadID() -> UInt { UInt(bitPattern: pthread_self()) }
+  #endif
+
+  /// Whether the calling code runs on the main actor's thread: inside a block of the main queue (the main actor's
+  /// executor), or on the process's main thread (its thread id is the process id). On Linux the two differ once
+  /// `dispatchMain()` runs (an `async` main, a test runner): the main thread exits, and the main queue, with the main
+  /// actor, runs on a thread of Dispatch's. (Foundation's `Thread.isMainThread` is neither: on Linux it takes the thread
+  /// that first used CoreFoundation for the main thread.) `gettid` is looked up: Swift's Glibc module does not
+  /// declare it.
+  func isMainThread() -> Bool {
+    if DispatchQueue.getSpecific(key: MainQueue.key.key) == true { return true }
+    guard let gettid = ThreadID.gettid else { return false }
+    return gettid.call() == getpid()
+  }
+
+  /// A mark on the main queue, which blocks running on it can read.
+  private enum MainQueue {
+    struct Key: @unchecked Sendable {  // set once, then only read
+      let key = DispatchSpecificKey<Bool>()
+    }
+
+    static let key: Key = {
+      let key = Key()
+      DispatchQueue.main.setSpecific(key: key.key, value: true)
+      return key
+    }()
+  }
+
+  private enum ThreadID {
+    struct Function: @unchecked Sendable {  // an immutable pointer to a C function
+      let call: @convention(c) () -> pid_t
+    }
+
+    static let gettid: Function? = {
+      #if os(Linux)
+        guard let symbol = dlsym(nil, "gettid") else { return nil }  // nil: RTLD_DEFAULT, on Linux
+        return Function(call: unsafeBitCast(symbol, to: (@convention(c) () -> pid_t).self))
+      #else
+        return nil
+      #endif
+    }()
+  }
 #endif
