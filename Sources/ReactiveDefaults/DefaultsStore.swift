@@ -277,6 +277,13 @@ public final class DefaultsStore: Sendable {
     hub.persistence?.watchFile(onChange)
   }
 
+  /// Tells `handler` what each save of a suite file in this process did: where its content came from, its writes,
+  /// whether another process had changed the file, what corelibs' save left, and the file's entries after it (for
+  /// reading a history the multi-process checker flags; nil stops).
+  @_spi(Tools) public static func traceSaves(_ handler: (@Sendable (String) -> Void)?) {
+    SuiteFile.saveTrace.withLock { $0 = handler }
+  }
+
   /// The suite's plist file, when known.
   @_spi(Tools) public var fileURL: URL? {
     hub.file.map { URL(fileURLWithPath: $0.path) }

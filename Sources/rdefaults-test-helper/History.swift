@@ -3,7 +3,7 @@
 import Dispatch
 import Foundation
 import HistoryChecker
-import ReactiveDefaults
+@_spi(Tools) import ReactiveDefaults
 
 #if canImport(Glibc)
   import Glibc
@@ -108,6 +108,12 @@ func runWorker(planPath: String, index: Int) -> Never {
   let operations = isPlainWriter ? plan.plainWriter : plan.workers[index]
   let log = EventLog(worker: index)
   let folder = ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"] ?? ""
+  // `HISTORY_TRACE=1`: each save's trace in the log (see `HISTORY_DUMP`), for reading a failure.
+  if ProcessInfo.processInfo.environment["HISTORY_TRACE"] != nil {
+    DefaultsStore.traceSaves { line in
+      log.log(HistoryEvent(event: "trace", worker: index, time: monotonicNow(), message: line))
+    }
+  }
   var stores: [String: DefaultsStore] = [:]
   var sequence = 0
   func nextValue() -> Int {

@@ -248,4 +248,38 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
     #expect(domain?["count"] as? Int == 42)
     #expect(issues.values.isEmpty)
   }
+
+  /// A removal of a key this process's corelibs copy does not hold, made again while a save of the first one runs
+  /// (after the save took it, before corelibs saved), where another process had given the file that key: corelibs
+  /// records neither removal, so the save kept corelibs' file, key included, for the newer write to save; and the
+  /// next save built its content from corelibs' copy, key included, leaving the writes out. The removal never reached
+  /// the file. (Found by the history checker, seed 352169229; the test writes at the moment the checker's run did.)
+  @Test(.linuxOnly) func aRemovalRepeatedDuringASaveReachesTheFile() async throws {
+    let (store, issues) = makeStore(.suite)
+    let path = try #require(store.hub.persistence?.file.path)
+    let key = DefaultsKey<Int>("k", default: -1)
+    store[DefaultsKey<Int>("a", default: 0)] = 1
+    try store.save()
+    // Another process's save gives the suite `k`; this process has not reloaded it.
+    try SuiteFile.encode(["a": .integer(1), "k": .integer(7)]).write(to: URL(fileURLWithPath: path), options: .atomic)
+    store.reset(key)
+    let repeated = Recorder<Bool>()
+    SuiteFileRecord.beforeCorelibsSave.withLock { hook in
+      hook = { saving in
+        guard saving == path, repeated.count == 0 else { return }
+        repeated.append(true)
+        store.reset(key)
+      }
+    }
+    defer { SuiteFileRecord.beforeCorelibsSave.withLock { $0 = nil } }
+    try await offThePool { try store.save() }
+    #expect(repeated.values == [true])
+    try await offThePool { try store.save() }
+    let saved = try #require(suiteFileBytes(store.suiteName!))
+    let domain = try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any]
+    #expect(domain?["k"] == nil)
+    #expect(domain?["a"] as? Int == 1)
+    #expect(store[key] == -1)
+    #expect(issues.values.isEmpty)
+  }
 }

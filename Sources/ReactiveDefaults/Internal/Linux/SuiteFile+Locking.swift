@@ -26,4 +26,7 @@ extension SuiteFile {
   /// Told the lock file's path each time a thread of this process is about to wait for a suite's lock that another
   /// holder has (tests use it to let a waiter in at a chosen moment: no event tells that a thread waits in `flock`).
   static let lockWaits = Locked<(@Sendable (String) -> Void)?>(nil)
+
+  /// Told what each save did (diagnosis of the history checker's findings).
+  static let saveTrace = Locked<(@Sendable (String) -> Void)?>(nil)
 }

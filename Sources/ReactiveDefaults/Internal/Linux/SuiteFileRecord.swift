@@ -195,14 +195,32 @@ final class SuiteFileRecord: Sendable {
       let stamp = file.stamp()
       // What the journal holds.
       var entries: [PropertyListKey: PropertyListValue]?
+      var source = "disk"
+      defer {
+        if let trace = SuiteFile.saveTrace.withLock({ $0 }) {
+          let after = (try? file.read())??.entries.map { "\($0.key.string)=\($0.value)" }.sorted() ?? []
+          trace(
+            "save from \(source), writes \(writes.map { "\($0.key.string)=\(String(describing: $0.value))" }.sorted()), "
+              + "changedElsewhere \(check.changedElsewhere), file after: \(after)")
+        }
+      }
       if !check.changedElsewhere, stamp != nil, var known = state.withLock({ $0.entries(at: stamp) }) {
+        source = "known"
         // The file is as this process last saved or parsed it: the writes applied to it.
         for (key, value) in writes { known[key] = value }
         entries = known
       } else if !check.changedElsewhere && stamp != nil {
-        // The file is as this process last saved or loaded it, so corelibs' memory is that file plus the
-        // unsaved writes: the merged domain as it stands, with no need to parse the file again.
-        entries = try corelibs.entries(of: defaults)
+        // The file is as this process last saved or loaded it, so corelibs' memory is that file plus the unsaved
+        // writes, with no need to parse the file again: the merged domain as it stands, with the writes applied over
+        // it all the same. corelibs keeps no record of a removal of a key its copy did not hold, nor of a write of
+        // the value its copy held: a copy loaded again since (a reload that found writes of ours pending saves
+        // them) can hold the key the write removed. (Not over keys written again since the writes were taken:
+        // corelibs holds their newer values.)
+        var domain = try corelibs.entries(of: defaults)
+        let newer = writtenSince()
+        for (key, value) in writes where !newer.contains(key) { domain[key] = value }
+        entries = domain
+        source = "corelibs"
       } else {
         var onDisk = try entriesOnDisk(check)
         for (key, value) in writes { onDisk[key] = value }
@@ -215,8 +233,11 @@ final class SuiteFileRecord: Sendable {
       // corelibs' file can hold more than the journal: writes made with plain `UserDefaults` in this process, or
       // writes of ours that raced with this save. When corelibs' save failed (its in-place write may have stopped
       // halfway), or its file is unreadable, the journal replaces it.
+      SuiteFileRecord.beforeCorelibsSave.withLock { $0 }?(file.path)
       let corelibsSaved = corelibs.synchronize()
       let saved = corelibsSaved ? file.contentsAfterSave(file.path, expected: bytes) : .unreadable
+      source +=
+        ", corelibs saved \(corelibsSaved), \(saved), thread \(currentThreadID() % 100_000), newer \(writtenSince().map(\.string).sorted()), \(file.fileName)"
       // The stamp of what this save leaves: the journal's, taken before its rename (which keeps it), so that a writer
       // taking no lock that replaces the file right after is a change, never mistaken for this save.
       var savedStamp: SuiteFile.Stamp?
@@ -298,6 +319,10 @@ final class SuiteFileRecord: Sendable {
     try file.flushFolder(of: file.path)
     return outcome
   }
+
+  /// Told a suite file's path in each save, after its journal is written and before corelibs saves (tests use it to
+  /// write at that moment: no event marks it).
+  static let beforeCorelibsSave = Locked<(@Sendable (String) -> Void)?>(nil)
 
   /// The keys and values of the file as it is (call it holding the file's lock, after `check`): an unreadable file
   /// (reported and backed up by the check) is moved out of the way and counts as empty, so that neither this save
