@@ -134,7 +134,7 @@ final class SuiteFileRecord: Sendable {
   /// Checks the file if it changed since the last check. An unreadable one is reported and kept: copied beside
   /// the plist, or moved there when corelibs could crash or hang reading it. Call it holding the file's lock;
   /// announce the problem once the lock is released.
-  private func check() throws(SaveFailure) -> Check {
+  func check() throws(SaveFailure) -> Check {
     try recoverJournal()
     let stamp = file.stamp()
     let checked = state.withLock { $0.checked }
@@ -327,7 +327,7 @@ final class SuiteFileRecord: Sendable {
   /// The keys and values of the file as it is (call it holding the file's lock, after `check`): an unreadable file
   /// (reported and backed up by the check) is moved out of the way and counts as empty, so that neither this save
   /// nor corelibs' own reads it again.
-  private func entriesOnDisk(_ check: Check) throws(SaveFailure) -> [PropertyListKey: PropertyListValue] {
+  func entriesOnDisk(_ check: Check) throws(SaveFailure) -> [PropertyListKey: PropertyListValue] {
     do throws(SuiteFileProblem) {
       if let domain = check.domain { return domain.entries }
       return try file.settledRead()?.entries ?? [:]
@@ -340,67 +340,10 @@ final class SuiteFileRecord: Sendable {
     }
   }
 
-  /// Writes `changes` into the suite's file (a nil value removes its key), keeping its other keys, as one atomic
-  /// replacement (a flushed journal, then a rename), then has corelibs drop its copy and load the file at once. Call
-  /// it holding the suite's lock, with nothing unsaved in corelibs and no write in progress: corelibs'
-  /// copy is dropped, not merged. Much cheaper than writing many keys through corelibs, whose cost per new key
-  /// grows with the number of unsaved keys; and a failure leaves both the file and memory as they were.
-  /// Returns the problem the check found (an unreadable file, backed up, that is replaced).
-  func merge(_ changes: [(key: PropertyListKey, value: PropertyListValue?)]) throws(SaveFailure) -> DefaultsError? {
-    try locked { () throws(SaveFailure) -> DefaultsError? in
-      let check = try check()
-      var domain = try entriesOnDisk(check)
-      for (index, (key, value)) in changes.enumerated() {
-        if index & 0x3FFF == 0 { Progress.report(.merging, done: index, of: changes.count) }
-        domain[key] = value
-      }
-      let bytes = SuiteFile.encode(domain)
-      try Self.checkSize(bytes)
-      Progress.report(.writing, done: 0, of: 0)
-      try file.writeNewFile(file.journalPath, bytes)
-      let savedStamp = file.stamp(of: file.journalPath)
-      try file.move(file.journalPath, over: file.path)
-      // Committed. Until corelibs drops its copy, reads give the values from before, never a mix.
-      Progress.report(.loading, done: 0, of: 0)
-      guard corelibs.reloadCopy() else {
-        corelibs.record(.untrusted)
-        throw SaveFailure("the file was saved, but Foundation's copy of the suite could not be reloaded")
-      }
-      markSynced(at: savedStamp, entries: domain)
-      return check.issue
-    }
-  }
-
-  /// Refuses to write a file the library would refuse to read (and move aside) at its next open.
-  private static func checkSize(_ bytes: Data) throws(SaveFailure) {
-    guard bytes.count <= SuiteFile.maximumSize else {
-      throw SaveFailure(
-        "the domain would take \(bytes.count) bytes, more than the \(SuiteFile.maximumSize >> 20) MiB a suite file may hold"
-      )
-    }
-  }
-
-  /// Makes the suite in memory the file as it is now: checks the file, then has `dropCache` drop corelibs' cached
-  /// copy (``CorelibsDomain/dropCopy()``, while no write of ours runs) unless something is unsaved, then loads the file.
-  /// Returns the problem found and whether the cache was dropped (else the caller saves, which also reloads).
-  func reload(dropCache: () -> Bool) throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) {
-    try locked { () throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) in
-      let check = try check()
-      // `dropCache` drops corelibs' copy twice while no write of ours runs (see ``CorelibsDomain/dropCopy()``).
-      guard dropCache() else { return (check.issue, false) }
-      // Stamped before the load: a writer that takes no lock and changes the file from now on is seen as a change
-      // at its event, never taken for the version loaded here.
-      let stamp = file.stamp()
-      corelibs.load()
-      markSynced(at: stamp)
-      return (check.issue, true)
-    }
-  }
-
   /// Records that the suite in memory is the file whose stamp is `stamp` (nil: no file; call it holding the file's
   /// lock), and that the file holds `entries`, when this process wrote them. The stamp is taken before corelibs
   /// loads the file, never after: a change in between then reads as a change.
-  private func markSynced(at stamp: SuiteFile.Stamp?, entries: [PropertyListKey: PropertyListValue]? = nil) {
+  func markSynced(at stamp: SuiteFile.Stamp?, entries: [PropertyListKey: PropertyListValue]? = nil) {
     savedFileSize.store(Int(stamp?.size ?? 0), ordering: .relaxed)
     state.withLock { state in
       state.checked = stamp

@@ -1,0 +1,62 @@
+import Foundation
+
+/// A suite file's merges (imports and edits: changes written straight into the file, under the suite's lock) and
+/// reloads (corelibs' copy made the file as it is), beside the save of SuiteFileRecord.swift.
+extension SuiteFileRecord {
+  /// Writes `changes` into the suite's file (a nil value removes its key), keeping its other keys, as one atomic
+  /// replacement (a flushed journal, then a rename), then has corelibs drop its copy and load the file at once. Call
+  /// it holding the suite's lock, with nothing unsaved in corelibs and no write in progress: corelibs'
+  /// copy is dropped, not merged. Much cheaper than writing many keys through corelibs, whose cost per new key
+  /// grows with the number of unsaved keys; and a failure leaves both the file and memory as they were.
+  /// Returns the problem the check found (an unreadable file, backed up, that is replaced).
+  func merge(_ changes: [(key: PropertyListKey, value: PropertyListValue?)]) throws(SaveFailure) -> DefaultsError? {
+    try locked { () throws(SaveFailure) -> DefaultsError? in
+      let check = try check()
+      var domain = try entriesOnDisk(check)
+      for (index, (key, value)) in changes.enumerated() {
+        if index & 0x3FFF == 0 { Progress.report(.merging, done: index, of: changes.count) }
+        domain[key] = value
+      }
+      let bytes = SuiteFile.encode(domain)
+      try Self.checkSize(bytes)
+      Progress.report(.writing, done: 0, of: 0)
+      try file.writeNewFile(file.journalPath, bytes)
+      let savedStamp = file.stamp(of: file.journalPath)
+      try file.move(file.journalPath, over: file.path)
+      // Committed. Until corelibs drops its copy, reads give the values from before, never a mix.
+      Progress.report(.loading, done: 0, of: 0)
+      guard corelibs.reloadCopy() else {
+        corelibs.record(.untrusted)
+        throw SaveFailure("the file was saved, but Foundation's copy of the suite could not be reloaded")
+      }
+      markSynced(at: savedStamp, entries: domain)
+      return check.issue
+    }
+  }
+
+  /// Refuses to write a file the library would refuse to read (and move aside) at its next open.
+  static func checkSize(_ bytes: Data) throws(SaveFailure) {
+    guard bytes.count <= SuiteFile.maximumSize else {
+      throw SaveFailure(
+        "the domain would take \(bytes.count) bytes, more than the \(SuiteFile.maximumSize >> 20) MiB a suite file may hold"
+      )
+    }
+  }
+
+  /// Makes the suite in memory the file as it is now: checks the file, then has `dropCache` drop corelibs' cached
+  /// copy (``CorelibsDomain/dropCopy()``, while no write of ours runs) unless something is unsaved, then loads the file.
+  /// Returns the problem found and whether the cache was dropped (else the caller saves, which also reloads).
+  func reload(dropCache: () -> Bool) throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) {
+    try locked { () throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) in
+      let check = try check()
+      // `dropCache` drops corelibs' copy twice while no write of ours runs (see ``CorelibsDomain/dropCopy()``).
+      guard dropCache() else { return (check.issue, false) }
+      // Stamped before the load: a writer that takes no lock and changes the file from now on is seen as a change
+      // at its event, never taken for the version loaded here.
+      let stamp = file.stamp()
+      corelibs.load()
+      markSynced(at: stamp)
+      return (check.issue, true)
+    }
+  }
+}
