@@ -195,13 +195,17 @@ final class SuiteFileRecord: Sendable {
       let stamp = file.stamp()
       // What the journal holds.
       var entries: [PropertyListKey: PropertyListValue]?
+      // What the save did, for ``SuiteFile/saveTrace`` (described only when something traces).
       var source = "disk"
+      var corelibsResult: String?
       defer {
         if let trace = SuiteFile.saveTrace.withLock({ $0 }) {
           let after = (try? file.read())??.entries.map { "\($0.key.string)=\($0.value)" }.sorted() ?? []
           trace(
-            "save from \(source), writes \(writes.map { "\($0.key.string)=\(String(describing: $0.value))" }.sorted()), "
-              + "changedElsewhere \(check.changedElsewhere), file after: \(after)")
+            "save of \(file.fileName) from \(source), \(corelibsResult ?? "not saved"), thread "
+              + "\(currentThreadID() % 100_000), written since \(writtenSince().map(\.string).sorted()), writes "
+              + "\(writes.map { "\($0.key.string)=\(String(describing: $0.value))" }.sorted()), changedElsewhere "
+              + "\(check.changedElsewhere), file after: \(after)")
         }
       }
       if !check.changedElsewhere, stamp != nil, var known = state.withLock({ $0.entries(at: stamp) }) {
@@ -236,8 +240,7 @@ final class SuiteFileRecord: Sendable {
       SuiteFileRecord.beforeCorelibsSave.withLock { $0 }?(file.path)
       let corelibsSaved = corelibs.synchronize()
       let saved = corelibsSaved ? file.contentsAfterSave(file.path, expected: bytes) : .unreadable
-      source +=
-        ", corelibs saved \(corelibsSaved), \(saved), thread \(currentThreadID() % 100_000), newer \(writtenSince().map(\.string).sorted()), \(file.fileName)"
+      if SuiteFile.saveTrace.withLock({ $0 != nil }) { corelibsResult = "corelibs saved \(corelibsSaved), \(saved)" }
       // The stamp of what this save leaves: the journal's, taken before its rename (which keeps it), so that a writer
       // taking no lock that replaces the file right after is a change, never mistaken for this save.
       var savedStamp: SuiteFile.Stamp?
