@@ -264,14 +264,14 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
     try SuiteFile.encode(["a": .integer(1), "k": .integer(7)]).write(to: URL(fileURLWithPath: path), options: .atomic)
     store.reset(key)
     let repeated = Recorder<Bool>()
-    SuiteFileRecord.beforeCorelibsSave.withLock { hook in
-      hook = { saving in
-        guard saving == path, repeated.count == 0 else { return }
+    SuiteFileRecord.saveSteps.withLock { hooks in
+      hooks[path] = { step in
+        guard step == .beforeCorelibsSave, repeated.count == 0 else { return }
         repeated.append(true)
         store.reset(key)
       }
     }
-    defer { SuiteFileRecord.beforeCorelibsSave.withLock { $0 = nil } }
+    defer { _ = SuiteFileRecord.saveSteps.withLock { $0.removeValue(forKey: path) } }
     try await offThePool { try store.save() }
     #expect(repeated.values == [true])
     try await offThePool { try store.save() }
@@ -280,6 +280,56 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
     #expect(domain?["k"] == nil)
     #expect(domain?["a"] as? Int == 1)
     #expect(store[key] == -1)
+    #expect(issues.values.isEmpty)
+  }
+}
+
+@Suite(.linuxOnly) struct SynchronizeDuringSaveTests {
+  /// A write of ours after corelibs' save had been read back, then a plain `synchronize()` on another thread (of any
+  /// suite: corelibs then saves every domain of the process) before the save renamed its journal: corelibs wrote that
+  /// write into the file in place and counted it saved; the rename then replaced that file with the journal, which
+  /// lacked it. corelibs' copy held a value no file held, as saved; the next save had corelibs drop that copy, and a read
+  /// meanwhile loaded the file: the value went back to the one before (found under the thread sanitizer, where an
+  /// observer saw a writer's values go backwards). A write now waits for the save's rename.
+  @Test func aWriteSavedInPlaceDuringASaveIsNotLost() async throws {
+    let (store, issues) = makeStore(.suite)
+    let path = try #require(store.hub.persistence?.file.path)
+    let name = try #require(store.suiteName)
+    let key = DefaultsKey<Int>("k", default: 0)
+    store[key] = 1
+    try store.save()
+    let raced = Recorder<Bool>()
+    // What memory holds (read as the store reads, but without looking at the file: a reload would save, inside this
+    // save).
+    let readsInLaterSaves = Recorder<PropertyListValue?>()
+    SuiteFileRecord.saveSteps.withLock { hooks in
+      hooks[path] = { step in
+        if raced.count > 0 {
+          if step == .afterCorelibsSave { readsInLaterSaves.append(store.hub.stored(forKey: "k")) }
+          return
+        }
+        guard step == .beforeRename else { return }
+        Thread {
+          store[key] = 2
+          _ = CorelibsPreferences.synchronize(domain: name)
+          raced.append(true)
+        }.start()
+        // Until the write and the synchronize are done, or the write waits for this save.
+        let deadline = Date(timeIntervalSinceNow: 10 * timeoutScale)
+        while raced.count == 0 && !store.hub.gate.hasWaiters && Date() < deadline { usleep(100) }
+      }
+    }
+    defer { _ = SuiteFileRecord.saveSteps.withLock { $0.removeValue(forKey: path) } }
+    store[DefaultsKey<Int>("a", default: 0)] = 1
+    try await offThePool { try store.save() }
+    #expect(await raced.wait(timeout: 10) { !$0.isEmpty })
+    try await offThePool { try store.save() }
+    #expect(readsInLaterSaves.count > 0)
+    #expect(readsInLaterSaves.values.allSatisfy { $0 == .integer(2) }, "\(readsInLaterSaves.values)")
+    #expect(store[key] == 2)
+    let saved = try #require(suiteFileBytes(name))
+    let domain = try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any]
+    #expect(domain?["k"] as? Int == 2)
     #expect(issues.values.isEmpty)
   }
 }

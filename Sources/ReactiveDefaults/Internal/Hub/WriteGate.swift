@@ -109,6 +109,11 @@ final class WriteGate: Sendable {
     return body()
   }
 
+  /// Whether a thread waits for the gate (for tests).
+  var hasWaiters: Bool {
+    state.withLock { !$0.waiters.isEmpty }
+  }
+
   /// Whether the calling thread is inside a write (a callback that storage made during it).
   var isHeldByCurrentThread: Bool {
     let thread = currentThreadID()

@@ -182,11 +182,14 @@ final class SuiteFileRecord: Sendable {
   /// `dropCopy` drops corelibs' copy when that cannot make it save anything (nothing of ours unsaved, no write in
   /// progress): the save calls it when the file it leaves is not corelibs' own content.
   ///
+  /// `excludingWrites` runs its body while no write of ours is in progress (``WriteGate/excludingWrites(_:)``).
+  ///
   /// `writtenSince` names the keys written again since the writes were taken: corelibs' content holds their newer
   /// values, which this save's must not replace.
   func save(
     _ defaults: UserDefaults, takingWrites: () -> [PropertyListKey: PropertyListValue?],
-    writtenSince: () -> Set<PropertyListKey>,
+    writtenSince: @escaping () -> Set<PropertyListKey>,
+    excludingWrites: (() throws(SaveFailure) -> Void) throws(SaveFailure) -> Void,
     dropCopy: () -> Bool
   ) throws(SaveFailure) -> SaveOutcome {
     let outcome = try locked { () throws(SaveFailure) -> SaveOutcome in
@@ -237,68 +240,77 @@ final class SuiteFileRecord: Sendable {
       // corelibs' file can hold more than the journal: writes made with plain `UserDefaults` in this process, or
       // writes of ours that raced with this save. When corelibs' save failed (its in-place write may have stopped
       // halfway), or its file is unreadable, the journal replaces it.
-      SuiteFileRecord.beforeCorelibsSave.withLock { $0 }?(file.path)
-      let corelibsSaved = corelibs.synchronize()
-      let saved = corelibsSaved ? file.contentsAfterSave(file.path, expected: bytes) : .unreadable
-      if SuiteFile.saveTrace.withLock({ $0 != nil }) { corelibsResult = "corelibs saved \(corelibsSaved), \(saved)" }
+      SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.beforeCorelibsSave)
+      // From corelibs' save to the commit, no write of ours runs: corelibs forgets a key is unsaved once it has
+      // written it, so a write in between, saved in place by a plain `synchronize()` on another thread (any suite's:
+      // corelibs then saves every domain), would be in corelibs' copy as saved, and in no file once the journal is
+      // renamed over corelibs' file; corelibs would drop that copy at the next save, and reads load the file.
+      var corelibsSaved = false
       // The stamp of what this save leaves: the journal's, taken before its rename (which keeps it), so that a writer
       // taking no lock that replaces the file right after is a change, never mistaken for this save.
       var savedStamp: SuiteFile.Stamp?
       var copyIsStale = false
       var removedElsewhere = false
-      /// The commit point: the journal, stamped, renamed over the plist.
-      func commitJournal() throws(SaveFailure) {
-        savedStamp = file.stamp(of: journal)
-        try file.move(journal, over: file.path, flushing: false)
-      }
-      switch saved {
-      case .different(let written):
-        // The journal takes corelibs' content (atomically), then is renamed over the plist: one commit point, so
-        // a crash never leaves a journal older than the plist. corelibs' content, with this save's writes applied
-        // over it (but not over newer writes of the same keys, made since): corelibs saves only the keys its dirty
-        // list names, and a removal of a key its (older) copy did not hold is not on that list, so its file may lack
-        // a write of ours that the journal has.
-        var content = written
-        if var merged = try? SuiteFile.parseDomain(written) {
-          let newer = writtenSince()
-          for (key, value) in writes where !newer.contains(key) { merged[key] = value }
-          content = SuiteFile.encode(merged)
-          // The file then holds what corelibs' copy lacks: the copy must go.
-          if content != written { copyIsStale = true }
+      try excludingWrites { () throws(SaveFailure) in
+        corelibsSaved = corelibs.synchronize()
+        SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.afterCorelibsSave)
+        let saved = corelibsSaved ? file.contentsAfterSave(file.path, expected: bytes) : .unreadable
+        if SuiteFile.saveTrace.withLock({ $0 != nil }) { corelibsResult = "corelibs saved \(corelibsSaved), \(saved)" }
+        /// The commit point: the journal, stamped, renamed over the plist.
+        func commitJournal() throws(SaveFailure) {
+          SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.beforeRename)
+          savedStamp = file.stamp(of: journal)
+          try file.move(journal, over: file.path, flushing: false)
         }
-        do {
-          try file.replaceAtomically(journal, with: content)
-          try commitJournal()
-        } catch {
-          // No room for another copy: corelibs' file, which was just read back whole, stays; the journal, which
-          // lacks what corelibs holds beyond it, goes.
-          file.remove(journal)
-          savedStamp = file.stamp()
-        }
-        // corelibs' content, not parsed here: the next save copies corelibs' domain, or parses the file.
-        entries = nil
-      case .absent:
-        // corelibs removed the file of a domain it holds empty, or another process removed it after the check (then
-        // corelibs, with nothing of ours unsaved, only dropped its copy): either way memory is loaded as no file
-        // now, and the observers of the keys the journal held must hear of it.
-        file.remove(journal)
-        if entries?.isEmpty == false { removedElsewhere = true }
-        entries = nil
-      case .unreadable where corelibsSaved:
-        // corelibs saved, but its file cannot be read back (a writer that takes no lock is rewriting it, or it
-        // grew past the size limit): the journal takes corelibs' memory, which also holds writes made with plain
-        // `UserDefaults` in this process (its list of them was just emptied), when that fits the limit.
-        if let memory = try? corelibs.entries(of: defaults) {
-          let replacement = SuiteFile.encode(memory)
-          if replacement.count <= SuiteFile.maximumSize,
-            (try? file.replaceAtomically(journal, with: replacement)) != nil
-          {
-            entries = memory
+        switch saved {
+        case .different(let written):
+          // The journal takes corelibs' content (atomically), then is renamed over the plist: one commit point, so
+          // a crash never leaves a journal older than the plist. corelibs' content, with this save's writes applied
+          // over it (but not over newer writes of the same keys, made since): corelibs saves only the keys its dirty
+          // list names, and a removal of a key its (older) copy did not hold is not on that list, so its file may lack
+          // a write of ours that the journal has.
+          var content = written
+          if var merged = try? SuiteFile.parseDomain(written) {
+            let newer = writtenSince()
+            for (key, value) in writes where !newer.contains(key) { merged[key] = value }
+            content = SuiteFile.encode(merged)
+            // The file then holds what corelibs' copy lacks: the copy must go.
+            if content != written { copyIsStale = true }
           }
+          do {
+            try file.replaceAtomically(journal, with: content)
+            try commitJournal()
+          } catch {
+            // No room for another copy: corelibs' file, which was just read back whole, stays; the journal, which
+            // lacks what corelibs holds beyond it, goes.
+            file.remove(journal)
+            savedStamp = file.stamp()
+          }
+          // corelibs' content, not parsed here: the next save copies corelibs' domain, or parses the file.
+          entries = nil
+        case .absent:
+          // corelibs removed the file of a domain it holds empty, or another process removed it after the check (then
+          // corelibs, with nothing of ours unsaved, only dropped its copy): either way memory is loaded as no file
+          // now, and the observers of the keys the journal held must hear of it.
+          file.remove(journal)
+          if entries?.isEmpty == false { removedElsewhere = true }
+          entries = nil
+        case .unreadable where corelibsSaved:
+          // corelibs saved, but its file cannot be read back (a writer that takes no lock is rewriting it, or it
+          // grew past the size limit): the journal takes corelibs' memory, which also holds writes made with plain
+          // `UserDefaults` in this process (its list of them was just emptied), when that fits the limit.
+          if let memory = try? corelibs.entries(of: defaults) {
+            let replacement = SuiteFile.encode(memory)
+            if replacement.count <= SuiteFile.maximumSize,
+              (try? file.replaceAtomically(journal, with: replacement)) != nil
+            {
+              entries = memory
+            }
+          }
+          try commitJournal()
+        case .same, .unreadable:
+          try commitJournal()
         }
-        try commitJournal()
-      case .same, .unreadable:
-        try commitJournal()
       }
       // corelibs dropped its copy when it had nothing to save: it loads the file now, under the lock.
       // (Not ``CorelibsDomain/reloadCopy()``: a write of ours may run meanwhile, and its synchronize would then rewrite
@@ -323,9 +335,19 @@ final class SuiteFileRecord: Sendable {
     return outcome
   }
 
-  /// Told a suite file's path in each save, after its journal is written and before corelibs saves (tests use it to
-  /// write at that moment: no event marks it).
-  static let beforeCorelibsSave = Locked<(@Sendable (String) -> Void)?>(nil)
+  /// A moment inside a save that no event marks, for ``saveSteps``.
+  enum SaveStep: Sendable {
+    /// The journal is written; corelibs has not saved.
+    case beforeCorelibsSave
+    /// corelibs saved; the journal is not renamed yet (no write of ours can run until it is).
+    case afterCorelibsSave
+    /// corelibs' file is read back; the journal is about to be renamed over it.
+    case beforeRename
+  }
+
+  /// Told each step of each save of the suite file at the path it is registered under (tests use it to act at that
+  /// moment).
+  static let saveSteps = Locked<[String: @Sendable (SaveStep) -> Void]>([:])
 
   /// The keys and values of the file as it is (call it holding the file's lock, after `check`): an unreadable file
   /// (reported and backed up by the check) is moved out of the way and counts as empty, so that neither this save

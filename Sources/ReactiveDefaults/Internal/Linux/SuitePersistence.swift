@@ -159,7 +159,16 @@ final class SuitePersistence: Sendable {
           SaveOnExit.remove(self)
           return writes
         },
-        writtenSince: { self.unsavedKeys }
+        writtenSince: { self.unsavedKeys },
+        excludingWrites: { body throws(SaveFailure) in
+          var failure: SaveFailure?
+          func run() -> Bool {
+            do { try body() } catch { failure = error }
+            return true
+          }
+          _ = hooks?.excludingWrites(run) ?? run()
+          if let failure { throw failure }
+        }
       ) {
         let drop = { self.state.withLock { $0.sync.aloneWithNothingUnsaved } && self.record.corelibs.dropCopy() }
         return hooks?.excludingWrites(drop) ?? drop()
