@@ -16,7 +16,7 @@ final class MemoryFileSystem: Sendable {
 
   /// An operation that can be made to fail.
   enum Operation: Hashable {
-    case create, rename, flushFolder, lock
+    case create, rename, flushFolder, sealFile, lock
   }
 
   private struct Entry {
@@ -104,6 +104,7 @@ final class MemoryFileSystem: Sendable {
         if let failure = state.withLock({ $0.failure(.flushFolder) }) { throw failure }
         guard node(at: folder) == .folder else { throw SaveFailure("cannot open the folder \(folder)") }
       },
+      sealFile: { [self] path throws(SaveFailure) in try seal(path) },
       lock: { [self] lockPath, folder, waiting throws(SaveFailure) in try lock(lockPath, folder: folder, waiting) },
       watch: { [self] folder, fileName, onChange in watch(folder + "/" + fileName, onChange) })
   }
@@ -140,6 +141,16 @@ final class MemoryFileSystem: Sendable {
     case .symbolicLink: throw .symbolicLink
     case .folder: throw .notAFile(SuiteFileProblem.folder)
     case .fifo: throw .notAFile("a FIFO")
+    }
+  }
+
+  private func seal(_ path: String) throws(SaveFailure) {
+    try state.withLock { state throws(SaveFailure) in
+      if let failure = state.failure(.sealFile) { throw failure }
+      guard var entry = state.entries[path], case .file = entry.node else { throw SaveFailure("cannot open \(path)") }
+      state.clock += 1
+      entry.modified = state.clock
+      state.entries[path] = entry
     }
   }
 

@@ -7,7 +7,7 @@ import Synchronization
 /// synchronously, on the writing thread. If one of them writes the store again, that write must neither deadlock
 /// nor overtake the write in progress. So a write from the thread that holds the gate is queued and done by that
 /// thread right after the current one (in order, before the gate opens); a write from another thread waits for
-/// the gate. Storage order is thus the order in which the hub records versions.
+/// the gate, and waiting threads have it in turn. Storage order is thus the order in which the hub records versions.
 final class WriteGate: Sendable {
   /// What ``enter(_:)`` decided.
   enum Entry {
@@ -25,7 +25,8 @@ final class WriteGate: Sendable {
   private struct State {
     var owner: UInt = 0
     var queued: [Pending] = []
-    var waiters: [DispatchSemaphore] = []
+    /// The threads waiting, first come first served: the gate passes straight to the first when its holder leaves.
+    var waiters: [(thread: UInt, signal: DispatchSemaphore)] = []
 
     enum EnterAction {
       case proceed
@@ -43,7 +44,7 @@ final class WriteGate: Sendable {
         return .queued
       }
       let signal = DispatchSemaphore(value: 0)
-      waiters.append(signal)
+      waiters.append((thread, signal))
       return .wait(signal)
     }
 
@@ -54,8 +55,15 @@ final class WriteGate: Sendable {
 
     mutating func next() -> LeaveAction {
       if !queued.isEmpty { return .write(queued.removeFirst()) }
-      owner = 0
-      return .open(wake: waiters.isEmpty ? nil : waiters.removeFirst())
+      guard !waiters.isEmpty else {
+        owner = 0
+        return .open(wake: nil)
+      }
+      // Handed over, not opened: a holder that enters again at once (a stream of writes) would otherwise take the
+      // gate back each time before the woken thread runs, and a save waiting for it would wait for the whole stream.
+      let first = waiters.removeFirst()
+      owner = first.thread
+      return .open(wake: first.signal)
     }
   }
 
@@ -69,14 +77,15 @@ final class WriteGate: Sendable {
   private func enter(_ pending: Pending?) -> Bool {
     let thread = currentThreadID()
     LockOrder.taking(.writeGate)
-    while true {
-      switch state.withLock({ $0.enter(pending, thread: thread) }) {
-      case .proceed: return true
-      case .queued:
-        LockOrder.released(.writeGate)
-        return false
-      case .wait(let signal): signal.wait()
-      }
+    switch state.withLock({ $0.enter(pending, thread: thread) }) {
+    case .proceed: return true
+    case .queued:
+      LockOrder.released(.writeGate)
+      return false
+    case .wait(let signal):
+      // Woken once the gate is this thread's (``State/next()``).
+      signal.wait()
+      return true
     }
   }
 

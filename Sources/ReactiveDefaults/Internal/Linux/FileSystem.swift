@@ -41,6 +41,10 @@ struct FileSystem: Sendable {
   var remove: @Sendable (_ path: String) -> Void
   /// Flushes a folder's entries to disk, so that a rename or a removal in it survives a power cut.
   var flushFolder: @Sendable (_ folder: String) throws(SaveFailure) -> Void
+  /// Gives the regular file at `path` (never through a link) a modification time to the nanosecond, as
+  /// ``createFile`` does, and flushes it to disk: a file written in place by another writer becomes one a save
+  /// leaves.
+  var sealFile: @Sendable (_ path: String) throws(SaveFailure) -> Void
   /// Takes the exclusive advisory lock of the file `lockPath` (creating `folder` and the lock file when missing; the
   /// lock file must be a regular file), calling `waiting` before it waits for another holder. Returns what releases
   /// it.
@@ -84,6 +88,12 @@ extension FileSystem {
       guard descriptor >= 0 else { throw SaveFailure(operation: "cannot open the folder \(folder)") }
       defer { close(descriptor) }
       guard fsync(descriptor) == 0 else { throw SaveFailure(operation: "cannot flush the folder \(folder)") }
+    },
+    sealFile: { path throws(SaveFailure) in
+      let descriptor = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+      guard descriptor >= 0 else { throw SaveFailure(operation: "cannot open \(path)") }
+      defer { close(descriptor) }
+      try POSIXFiles.stampAndFlush(descriptor, path)
     },
     lock: { lockPath, folder, waiting throws(SaveFailure) in
       try POSIXFiles.lock(lockPath, folder: folder, waiting: waiting)
@@ -180,18 +190,25 @@ private enum POSIXFiles {
     // milliseconds, so two saves in one tick, of one size, the second into the inode the first freed, looked like one
     // file (``SuiteFile/Stamp``), and a process took another's newer save for its own older one (found by the
     // history checker).
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    var times = [now, now]
-    if failure == nil && futimens(descriptor, &times) != 0 {
-      failure = SaveFailure(operation: "cannot set the modification time of \(target)")
+    if failure == nil {
+      do { try stampAndFlush(descriptor, target) } catch { failure = error }
     }
-    if failure == nil && fsync(descriptor) != 0 { failure = SaveFailure(operation: "cannot flush \(target) to disk") }
     if close(descriptor) != 0 && failure == nil { failure = SaveFailure(operation: "cannot close \(target)") }
     if let failure {
       unlink(target)
       throw failure
     }
+  }
+
+  /// Sets the modification time of the open file to now, to the nanosecond, and flushes it to disk.
+  static func stampAndFlush(_ descriptor: Int32, _ path: String) throws(SaveFailure) {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    var times = [now, now]
+    guard futimens(descriptor, &times) == 0 else {
+      throw SaveFailure(operation: "cannot set the modification time of \(path)")
+    }
+    guard fsync(descriptor) == 0 else { throw SaveFailure(operation: "cannot flush \(path) to disk") }
   }
 
   static func lock(_ lockPath: String, folder: String, waiting: () -> Void) throws(SaveFailure) -> @Sendable () -> Void

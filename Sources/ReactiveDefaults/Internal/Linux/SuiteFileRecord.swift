@@ -20,8 +20,11 @@ import Synchronization
 /// 2. writes the result to `<suite>.plist.journal` and flushes it to disk;
 /// 3. lets corelibs save this one domain (`CFPreferencesSynchronize`), which empties its dirty list by rewriting
 ///    the plist in place; a crash now finds the journal, whole, at the next open;
-/// 4. renames the journal over the plist (or, when corelibs' file holds more than the journal, plain
-///    `UserDefaults` writes of this process, replaces the plist with that atomically) and flushes the folder.
+/// 4. renames the journal over the plist and flushes the folder; when corelibs' file holds more than the journal
+///    (writes of ours made during the save, plain `UserDefaults` writes of this process), it keeps that file,
+///    flushed, and removes the journal, or, when corelibs' file lacks a write of the save, replaces it with the two
+///    merged, atomically.
+/// No write of ours runs from step 3 to the end of step 4 (``save(_:takingWrites:writtenSince:excludingWrites:dropCopy:)``).
 /// Each open of the suite first completes a journal left by a crash.
 final class SuiteFileRecord: Sendable {
   let file: SuiteFile
@@ -251,11 +254,30 @@ final class SuiteFileRecord: Sendable {
       var savedStamp: SuiteFile.Stamp?
       var copyIsStale = false
       var removedElsewhere = false
+      /// corelibs' file, when the save keeps it.
+      var keptCorelibsFile: Data?
       try excludingWrites { () throws(SaveFailure) in
         corelibsSaved = corelibs.synchronize()
         SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.afterCorelibsSave)
+        let afterCorelibsSave = file.stamp()
         let saved = corelibsSaved ? file.contentsAfterSave(file.path, expected: bytes) : .unreadable
+        // The file read back is the one corelibs wrote (no writer that takes no lock replaced it meanwhile).
+        let unchangedSinceSave = afterCorelibsSave != nil && file.stamp() == afterCorelibsSave
         if SuiteFile.saveTrace.withLock({ $0 != nil }) { corelibsResult = "corelibs saved \(corelibsSaved), \(saved)" }
+        /// corelibs saved, but its file cannot be read back (a writer that takes no lock is rewriting it, or it grew
+        /// past the size limit): the journal takes corelibs' memory, which also holds writes made with plain
+        /// `UserDefaults` in this process (its list of them was just emptied), when that fits the limit.
+        func commitMemory() throws(SaveFailure) {
+          if let memory = try? corelibs.entries(of: defaults) {
+            let replacement = SuiteFile.encode(memory)
+            if replacement.count <= SuiteFile.maximumSize,
+              (try? file.replaceAtomically(journal, with: replacement)) != nil
+            {
+              entries = memory
+            }
+          }
+          try commitJournal()
+        }
         /// The commit point: the journal, stamped, renamed over the plist.
         func commitJournal() throws(SaveFailure) {
           SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.beforeRename)
@@ -263,20 +285,27 @@ final class SuiteFileRecord: Sendable {
           try file.move(journal, over: file.path, flushing: false)
         }
         switch saved {
+        case .different(let written) where unchangedSinceSave && corelibsHolds(writes, except: writtenSince()):
+          // corelibs' file holds every write of this save and more: writes of ours made since the writes were taken
+          // (the usual difference), or plain `UserDefaults` writes of this process. It stays, flushed once writes may
+          // run again, and the journal goes: with no rename ahead, nothing a write does now can be lost.
+          keptCorelibsFile = written
+          entries = nil
         case .different(let written):
           // The journal takes corelibs' content (atomically), then is renamed over the plist: one commit point, so
           // a crash never leaves a journal older than the plist. corelibs' content, with this save's writes applied
           // over it (but not over newer writes of the same keys, made since): corelibs saves only the keys its dirty
           // list names, and a removal of a key its (older) copy did not hold is not on that list, so its file may lack
           // a write of ours that the journal has.
-          var content = written
-          if var merged = try? SuiteFile.parseDomain(written) {
-            let newer = writtenSince()
-            for (key, value) in writes where !newer.contains(key) { merged[key] = value }
-            content = SuiteFile.encode(merged)
-            // The file then holds what corelibs' copy lacks: the copy must go.
-            if content != written { copyIsStale = true }
+          guard var merged = try? SuiteFile.parseDomain(written) else {
+            try commitMemory()
+            break
           }
+          let newer = writtenSince()
+          for (key, value) in writes where !newer.contains(key) { merged[key] = value }
+          let content = SuiteFile.encode(merged)
+          // The file then holds what corelibs' copy lacks: the copy must go.
+          if content != written { copyIsStale = true }
           do {
             try file.replaceAtomically(journal, with: content)
             try commitJournal()
@@ -296,21 +325,21 @@ final class SuiteFileRecord: Sendable {
           if entries?.isEmpty == false { removedElsewhere = true }
           entries = nil
         case .unreadable where corelibsSaved:
-          // corelibs saved, but its file cannot be read back (a writer that takes no lock is rewriting it, or it
-          // grew past the size limit): the journal takes corelibs' memory, which also holds writes made with plain
-          // `UserDefaults` in this process (its list of them was just emptied), when that fits the limit.
-          if let memory = try? corelibs.entries(of: defaults) {
-            let replacement = SuiteFile.encode(memory)
-            if replacement.count <= SuiteFile.maximumSize,
-              (try? file.replaceAtomically(journal, with: replacement)) != nil
-            {
-              entries = memory
-            }
-          }
-          try commitJournal()
+          try commitMemory()
         case .same, .unreadable:
           try commitJournal()
         }
+      }
+      if let kept = keptCorelibsFile {
+        // Stamped to the nanosecond, as a journal is: corelibs' in-place write has the file system's coarse time, so
+        // another process's next in-place save, of the same size, in the same tick, would read as this one. Flushed
+        // before the journal goes: until then a crash finds the journal, and completes it at the next open.
+        try file.seal(file.path)
+        savedStamp = file.stamp()
+        file.remove(journal)
+        // Parsed now, while writes run: the next save applies its writes to these entries instead of copying corelibs'
+        // whole domain under corelibs' lock, which the suite's writers wait for.
+        entries = try? SuiteFile.parseDomain(kept)
       }
       // corelibs dropped its copy when it had nothing to save: it loads the file now, under the lock.
       // (Not ``CorelibsDomain/reloadCopy()``: a write of ours may run meanwhile, and its synchronize would then rewrite
@@ -333,6 +362,25 @@ final class SuiteFileRecord: Sendable {
     // (a reload of this very save, in a process that watches the suite) need not wait for the disk as well.
     try file.flushFolder(of: file.path)
     return outcome
+  }
+
+  /// Whether corelibs' copy holds each of `writes` (nil: removed) but those of keys in `newer`: once it has saved, its
+  /// file is that copy. Asked while no write of ours runs, so the copy is as corelibs saved it.
+  private func corelibsHolds(
+    _ writes: [PropertyListKey: PropertyListValue?], except newer: Set<PropertyListKey>
+  ) -> Bool {
+    writes.allSatisfy { key, value in
+      guard !newer.contains(key) else { return true }
+      let held = corelibs.value(forKey: key.string)
+      guard let value else { return held == nil }
+      switch (held, value) {
+      case (let data as NSData, .data(let expected)):
+        // Copied whole: bridging corelibs' own data to `Data` goes byte by byte.
+        return data.length == expected.count && Data(bytes: data.bytes, count: data.length) == expected
+      case (let held?, _): return PropertyListValue(foundationObject: held) == value
+      case (nil, _): return false
+      }
+    }
   }
 
   /// A moment inside a save that no event marks, for ``saveSteps``.
