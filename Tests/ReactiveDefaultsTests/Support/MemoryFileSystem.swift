@@ -16,7 +16,7 @@ final class MemoryFileSystem: Sendable {
 
   /// An operation that can be made to fail.
   enum Operation: Hashable {
-    case create, rename, flushFolder, sealFile, lock
+    case create, rename, flushFolder, restamp, flushFile, lock
   }
 
   private struct Entry {
@@ -104,7 +104,11 @@ final class MemoryFileSystem: Sendable {
         if let failure = state.withLock({ $0.failure(.flushFolder) }) { throw failure }
         guard node(at: folder) == .folder else { throw SaveFailure("cannot open the folder \(folder)") }
       },
-      sealFile: { [self] path throws(SaveFailure) in try seal(path) },
+      restamp: { [self] path, expected throws(SaveFailure) in try restamp(path, expected) },
+      flushFile: { [self] path throws(SaveFailure) in
+        if let failure = state.withLock({ $0.failure(.flushFile) }) { throw failure }
+        guard case .file? = node(at: path) else { throw SaveFailure("cannot open \(path)") }
+      },
       lock: { [self] lockPath, folder, waiting throws(SaveFailure) in try lock(lockPath, folder: folder, waiting) },
       watch: { [self] folder, fileName, onChange in watch(folder + "/" + fileName, onChange) })
   }
@@ -144,14 +148,15 @@ final class MemoryFileSystem: Sendable {
     }
   }
 
-  private func seal(_ path: String) throws(SaveFailure) {
-    try state.withLock { state throws(SaveFailure) in
-      if let failure = state.failure(.sealFile) { throw failure }
-      guard var entry = state.entries[path], case .file = entry.node else { throw SaveFailure("cannot open \(path)") }
+  private func restamp(_ path: String, _ expected: SuiteFile.Stamp) throws(SaveFailure) -> SuiteFile.Stamp? {
+    if let failure = state.withLock({ $0.failure(.restamp) }) { throw failure }
+    guard let current = status(path), current.kind == .regular else { throw SaveFailure("cannot open \(path)") }
+    guard current.stamp == expected else { return nil }
+    state.withLock { state in
       state.clock += 1
-      entry.modified = state.clock
-      state.entries[path] = entry
+      state.entries[path]?.modified = state.clock
     }
+    return status(path)?.stamp
   }
 
   private func create(_ path: String, _ bytes: Data) throws(SaveFailure) {

@@ -41,10 +41,12 @@ struct FileSystem: Sendable {
   var remove: @Sendable (_ path: String) -> Void
   /// Flushes a folder's entries to disk, so that a rename or a removal in it survives a power cut.
   var flushFolder: @Sendable (_ folder: String) throws(SaveFailure) -> Void
-  /// Gives the regular file at `path` (never through a link) a modification time to the nanosecond, as
-  /// ``createFile`` does, and flushes it to disk: a file written in place by another writer becomes one a save
-  /// leaves.
-  var sealFile: @Sendable (_ path: String) throws(SaveFailure) -> Void
+  /// Gives the regular file at `path` (never through a link), if it is still the file stamped `expected`, a
+  /// modification time to the nanosecond, as ``createFile`` does, and returns its new stamp; nil when it is not that
+  /// file any more (another writer changed or replaced it).
+  var restamp: @Sendable (_ path: String, _ expected: SuiteFile.Stamp) throws(SaveFailure) -> SuiteFile.Stamp?
+  /// Flushes the regular file at `path` (never through a link) to disk.
+  var flushFile: @Sendable (_ path: String) throws(SaveFailure) -> Void
   /// Takes the exclusive advisory lock of the file `lockPath` (creating `folder` and the lock file when missing; the
   /// lock file must be a regular file), calling `waiting` before it waits for another holder. Returns what releases
   /// it.
@@ -89,11 +91,22 @@ extension FileSystem {
       defer { close(descriptor) }
       guard fsync(descriptor) == 0 else { throw SaveFailure(operation: "cannot flush the folder \(folder)") }
     },
-    sealFile: { path throws(SaveFailure) in
+    restamp: { path, expected throws(SaveFailure) in
       let descriptor = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
       guard descriptor >= 0 else { throw SaveFailure(operation: "cannot open \(path)") }
       defer { close(descriptor) }
-      try POSIXFiles.stampAndFlush(descriptor, path)
+      var info = stat()
+      guard fstat(descriptor, &info) == 0 else { throw SaveFailure(operation: "cannot read the status of \(path)") }
+      guard SuiteFile.Stamp(info) == expected else { return nil }
+      try POSIXFiles.stamp(descriptor, path)
+      guard fstat(descriptor, &info) == 0 else { throw SaveFailure(operation: "cannot read the status of \(path)") }
+      return SuiteFile.Stamp(info)
+    },
+    flushFile: { path throws(SaveFailure) in
+      let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+      guard descriptor >= 0 else { throw SaveFailure(operation: "cannot open \(path)") }
+      defer { close(descriptor) }
+      guard fsync(descriptor) == 0 else { throw SaveFailure(operation: "cannot flush \(path) to disk") }
     },
     lock: { lockPath, folder, waiting throws(SaveFailure) in
       try POSIXFiles.lock(lockPath, folder: folder, waiting: waiting)
@@ -191,8 +204,9 @@ private enum POSIXFiles {
     // file (``SuiteFile/Stamp``), and a process took another's newer save for its own older one (found by the
     // history checker).
     if failure == nil {
-      do { try stampAndFlush(descriptor, target) } catch { failure = error }
+      do { try stamp(descriptor, target) } catch { failure = error }
     }
+    if failure == nil && fsync(descriptor) != 0 { failure = SaveFailure(operation: "cannot flush \(target) to disk") }
     if close(descriptor) != 0 && failure == nil { failure = SaveFailure(operation: "cannot close \(target)") }
     if let failure {
       unlink(target)
@@ -200,15 +214,14 @@ private enum POSIXFiles {
     }
   }
 
-  /// Sets the modification time of the open file to now, to the nanosecond, and flushes it to disk.
-  static func stampAndFlush(_ descriptor: Int32, _ path: String) throws(SaveFailure) {
+  /// Sets the modification time of the open file to now, to the nanosecond.
+  static func stamp(_ descriptor: Int32, _ path: String) throws(SaveFailure) {
     var now = timespec()
     clock_gettime(CLOCK_REALTIME, &now)
     var times = [now, now]
     guard futimens(descriptor, &times) == 0 else {
       throw SaveFailure(operation: "cannot set the modification time of \(path)")
     }
-    guard fsync(descriptor) == 0 else { throw SaveFailure(operation: "cannot flush \(path) to disk") }
   }
 
   static func lock(_ lockPath: String, folder: String, waiting: () -> Void) throws(SaveFailure) -> @Sendable () -> Void

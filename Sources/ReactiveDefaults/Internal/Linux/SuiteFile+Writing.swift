@@ -87,9 +87,15 @@ extension SuiteFile {
     try system.flushFolder((path as NSString).deletingLastPathComponent)
   }
 
-  /// Stamps the file at `path` to the nanosecond and flushes it to disk (``FileSystem/sealFile``).
-  func seal(_ path: String) throws(SaveFailure) {
-    try system.sealFile(path)
+  /// Stamps the file at `path` to the nanosecond if it is still the file stamped `expected`; its new stamp, or nil
+  /// (``FileSystem/restamp``).
+  func restamp(_ path: String, expected: Stamp) throws(SaveFailure) -> Stamp? {
+    try system.restamp(path, expected)
+  }
+
+  /// Flushes the file at `path` to disk.
+  func flush(_ path: String) throws(SaveFailure) {
+    try system.flushFile(path)
   }
 
   /// Removes the file at `path`, if there is one.

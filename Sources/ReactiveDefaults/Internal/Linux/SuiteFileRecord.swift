@@ -284,12 +284,22 @@ final class SuiteFileRecord: Sendable {
           savedStamp = file.stamp(of: journal)
           try file.move(journal, over: file.path, flushing: false)
         }
+        // corelibs' file holds every write of this save and more: writes of ours made since the writes were taken
+        // (the usual difference), or plain `UserDefaults` writes of this process. It stays, and the journal goes:
+        // with no rename ahead, nothing a write does once writes run again can be lost. It is stamped to the
+        // nanosecond first, as a journal is (if it is still the file read back): corelibs' in-place write has the
+        // file system's coarse time, so another process's next in-place save, of the same size, in the same tick,
+        // would read as this one.
+        var restamped: SuiteFile.Stamp?
+        if case .different = saved, unchangedSinceSave, let written = afterCorelibsSave,
+          corelibsHolds(writes, except: writtenSince())
+        {
+          restamped = (try? file.restamp(file.path, expected: written)) ?? nil
+        }
         switch saved {
-        case .different(let written) where unchangedSinceSave && corelibsHolds(writes, except: writtenSince()):
-          // corelibs' file holds every write of this save and more: writes of ours made since the writes were taken
-          // (the usual difference), or plain `UserDefaults` writes of this process. It stays, flushed once writes may
-          // run again, and the journal goes: with no rename ahead, nothing a write does now can be lost.
+        case .different(let written) where restamped != nil:
           keptCorelibsFile = written
+          savedStamp = restamped
           entries = nil
         case .different(let written):
           // The journal takes corelibs' content (atomically), then is renamed over the plist: one commit point, so
@@ -331,12 +341,11 @@ final class SuiteFileRecord: Sendable {
         }
       }
       if let kept = keptCorelibsFile {
-        // Stamped to the nanosecond, as a journal is: corelibs' in-place write has the file system's coarse time, so
-        // another process's next in-place save, of the same size, in the same tick, would read as this one. Flushed
-        // before the journal goes: until then a crash finds the journal, and completes it at the next open.
-        try file.seal(file.path)
-        savedStamp = file.stamp()
-        file.remove(journal)
+        // Flushed before the journal goes: until then a crash finds the journal, and completes it at the next open.
+        // (If it cannot be flushed, the journal goes all the same: it lacks what corelibs saved beyond it, which
+        // corelibs no longer counts as unsaved.)
+        defer { file.remove(journal) }
+        try file.flush(file.path)
         // Parsed now, while writes run: the next save applies its writes to these entries instead of copying corelibs'
         // whole domain under corelibs' lock, which the suite's writers wait for.
         entries = try? SuiteFile.parseDomain(kept)
