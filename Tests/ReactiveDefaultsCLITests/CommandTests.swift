@@ -144,5 +144,8 @@ import Testing
     #expect(result.status == 0, "\(result.error)")
     #expect(result.output.contains("observer: volume = 0.42"))
     #expect(try await runTool(["domains"], config: config).output.isEmpty)
+    // Nothing of the scratch domain is left: not its plist, its journal, nor its lock file.
+    let left = FileManager.default.enumerator(atPath: config)?.compactMap { $0 as? String } ?? []
+    #expect(!left.contains { ($0 as NSString).lastPathComponent.hasPrefix("rdefaults-demo-") }, "\(left)")
   }
 }
