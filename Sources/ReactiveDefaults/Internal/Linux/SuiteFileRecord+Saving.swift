@@ -1,0 +1,242 @@
+import Foundation
+import Synchronization
+
+/// The save of a suite's file (Linux), as SuiteFileRecord.swift's header describes it: the journal, corelibs' save,
+/// the commit (keeping corelibs' file, or renaming the journal over it), with writes of ours held off from corelibs'
+/// save to the commit; and the test hooks that act inside it.
+extension SuiteFileRecord {
+  /// What a save did besides saving.
+  struct SaveOutcome {
+    var issue: DefaultsError?
+    /// The save merged another process's changes: observers must hear of them.
+    var changedElsewhere = false
+  }
+
+  /// Saves the writes `takingWrites` takes off the pending list once the suite's lock is held (the values the
+  /// library's writes stored in `defaults`, corelibs' memory; nil: removed) into the suite's file, as described
+  /// above. Throws without touching the plist when the save cannot be done whole.
+  ///
+  /// `dropCopy` drops corelibs' copy when that cannot make it save anything (nothing of ours unsaved, no write in
+  /// progress): the save calls it when the file it leaves is not corelibs' own content.
+  ///
+  /// `excludingWrites` runs its body while no write of ours is in progress (``WriteGate/excludingWrites(_:)``).
+  ///
+  /// `writtenSince` names the keys written again since the writes were taken: corelibs' content holds their newer
+  /// values, which this save's must not replace.
+  func save(
+    _ defaults: UserDefaults, takingWrites: () -> [PropertyListKey: PropertyListValue?],
+    writtenSince: @escaping () -> Set<PropertyListKey>,
+    excludingWrites: (() throws(SaveFailure) -> Void) throws(SaveFailure) -> Void,
+    dropCopy: () -> Bool
+  ) throws(SaveFailure) -> SaveOutcome {
+    let outcome = try locked { () throws(SaveFailure) -> SaveOutcome in
+      let writes = takingWrites()
+      let check = try check()
+      let stamp = file.stamp()
+      // What the journal holds.
+      var entries: [PropertyListKey: PropertyListValue]?
+      // What the save did, for ``SuiteFile/saveTrace`` (described only when something traces).
+      var source = "disk"
+      var corelibsResult: String?
+      defer {
+        if let trace = SuiteFile.saveTrace.withLock({ $0 }) {
+          let after = (try? file.read())??.entries.map { "\($0.key.string)=\($0.value)" }.sorted() ?? []
+          trace(
+            "save of \(file.fileName) from \(source), \(corelibsResult ?? "not saved"), thread "
+              + "\(currentThreadID() % 100_000), written since \(writtenSince().map(\.string).sorted()), writes "
+              + "\(writes.map { "\($0.key.string)=\(String(describing: $0.value))" }.sorted()), changedElsewhere "
+              + "\(check.changedElsewhere), file after: \(after)")
+        }
+      }
+      if !check.changedElsewhere, stamp != nil, var known = knownEntries(at: stamp) {
+        source = "known"
+        // The file is as this process last saved or parsed it: the writes applied to it.
+        for (key, value) in writes { known[key] = value }
+        entries = known
+      } else if !check.changedElsewhere && stamp != nil {
+        // The file is as this process last saved or loaded it, so corelibs' memory is that file plus the unsaved
+        // writes, with no need to parse the file again: the merged domain as it stands, with the writes applied over
+        // it all the same. corelibs keeps no record of a removal of a key its copy did not hold, nor of a write of
+        // the value its copy held: a copy loaded again since (a reload that found writes of ours pending saves
+        // them) can hold the key the write removed. (Not over keys written again since the writes were taken:
+        // corelibs holds their newer values.)
+        var domain = try corelibs.entries(of: defaults)
+        let newer = writtenSince()
+        for (key, value) in writes where !newer.contains(key) { domain[key] = value }
+        entries = domain
+        source = "corelibs"
+      } else {
+        var onDisk = try entriesOnDisk(check)
+        for (key, value) in writes { onDisk[key] = value }
+        entries = onDisk
+      }
+      let bytes = SuiteFile.encode(entries ?? [:])
+      try Self.checkSize(bytes)
+      let journal = file.journalPath
+      try file.writeNewFile(journal, bytes)
+      // corelibs' file can hold more than the journal: writes made with plain `UserDefaults` in this process, or
+      // writes of ours that raced with this save. When corelibs' save failed (its in-place write may have stopped
+      // halfway), or its file is unreadable, the journal replaces it.
+      SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.beforeCorelibsSave)
+      // From corelibs' save to the commit, no write of ours runs: corelibs forgets a key is unsaved once it has
+      // written it, so a write in between, saved in place by a plain `synchronize()` on another thread (any suite's:
+      // corelibs then saves every domain), would be in corelibs' copy as saved, and in no file once the journal is
+      // renamed over corelibs' file; corelibs would drop that copy at the next save, and reads load the file.
+      var corelibsSaved = false
+      // The stamp of what this save leaves: the journal's, taken before its rename (which keeps it), so that a writer
+      // taking no lock that replaces the file right after is a change, never mistaken for this save.
+      var savedStamp: SuiteFile.Stamp?
+      var copyIsStale = false
+      var removedElsewhere = false
+      /// corelibs' file, when the save keeps it.
+      var keptCorelibsFile: Data?
+      try excludingWrites { () throws(SaveFailure) in
+        corelibsSaved = corelibs.synchronize()
+        SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.afterCorelibsSave)
+        let afterCorelibsSave = file.stamp()
+        let saved = corelibsSaved ? file.contentsAfterSave(file.path, expected: bytes) : .unreadable
+        // The file read back is the one corelibs wrote (no writer that takes no lock replaced it meanwhile).
+        let unchangedSinceSave = afterCorelibsSave != nil && file.stamp() == afterCorelibsSave
+        if SuiteFile.saveTrace.withLock({ $0 != nil }) { corelibsResult = "corelibs saved \(corelibsSaved), \(saved)" }
+        /// corelibs saved, but its file cannot be read back (a writer that takes no lock is rewriting it, or it grew
+        /// past the size limit): the journal takes corelibs' memory, which also holds writes made with plain
+        /// `UserDefaults` in this process (its list of them was just emptied), when that fits the limit.
+        func commitMemory() throws(SaveFailure) {
+          if let memory = try? corelibs.entries(of: defaults) {
+            let replacement = SuiteFile.encode(memory)
+            if replacement.count <= SuiteFile.maximumSize,
+              (try? file.replaceAtomically(journal, with: replacement)) != nil
+            {
+              entries = memory
+            }
+          }
+          try commitJournal()
+        }
+        /// The commit point: the journal, stamped, renamed over the plist.
+        func commitJournal() throws(SaveFailure) {
+          SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.beforeRename)
+          savedStamp = file.stamp(of: journal)
+          try file.move(journal, over: file.path, flushing: false)
+        }
+        // corelibs' file holds every write of this save and more: writes of ours made since the writes were taken
+        // (the usual difference), or plain `UserDefaults` writes of this process. It stays, and the journal goes:
+        // with no rename ahead, nothing a write does once writes run again can be lost. It is stamped to the
+        // nanosecond first, as a journal is (if it is still the file read back): corelibs' in-place write has the
+        // file system's coarse time, so another process's next in-place save, of the same size, in the same tick,
+        // would read as this one.
+        var restamped: SuiteFile.Stamp?
+        if case .different = saved, unchangedSinceSave, let written = afterCorelibsSave,
+          corelibsHolds(writes, except: writtenSince())
+        {
+          restamped = (try? file.restamp(file.path, expected: written)) ?? nil
+        }
+        switch saved {
+        case .different(let written) where restamped != nil:
+          keptCorelibsFile = written
+          savedStamp = restamped
+          entries = nil
+        case .different(let written):
+          // The journal takes corelibs' content (atomically), then is renamed over the plist: one commit point, so
+          // a crash never leaves a journal older than the plist. corelibs' content, with this save's writes applied
+          // over it (but not over newer writes of the same keys, made since): corelibs saves only the keys its dirty
+          // list names, and a removal of a key its (older) copy did not hold is not on that list, so its file may lack
+          // a write of ours that the journal has.
+          guard var merged = try? SuiteFile.parseDomain(written) else {
+            try commitMemory()
+            break
+          }
+          let newer = writtenSince()
+          for (key, value) in writes where !newer.contains(key) { merged[key] = value }
+          let content = SuiteFile.encode(merged)
+          // The file then holds what corelibs' copy lacks: the copy must go.
+          if content != written { copyIsStale = true }
+          do {
+            try file.replaceAtomically(journal, with: content)
+            try commitJournal()
+          } catch {
+            // No room for another copy: corelibs' file, which was just read back whole, stays; the journal, which
+            // lacks what corelibs holds beyond it, goes.
+            file.remove(journal)
+            savedStamp = file.stamp()
+          }
+          // corelibs' content, not parsed here: the next save copies corelibs' domain, or parses the file.
+          entries = nil
+        case .absent:
+          // corelibs removed the file of a domain it holds empty, or another process removed it after the check (then
+          // corelibs, with nothing of ours unsaved, only dropped its copy): either way memory is loaded as no file
+          // now, and the observers of the keys the journal held must hear of it.
+          file.remove(journal)
+          if entries?.isEmpty == false { removedElsewhere = true }
+          entries = nil
+        case .unreadable where corelibsSaved:
+          try commitMemory()
+        case .same, .unreadable:
+          try commitJournal()
+        }
+      }
+      if let kept = keptCorelibsFile {
+        // Flushed before the journal goes: until then a crash finds the journal, and completes it at the next open.
+        // (If it cannot be flushed, the journal goes all the same: it lacks what corelibs saved beyond it, which
+        // corelibs no longer counts as unsaved.)
+        defer { file.remove(journal) }
+        try file.flush(file.path)
+        // Parsed now, while writes run: the next save applies its writes to these entries instead of copying corelibs'
+        // whole domain under corelibs' lock, which the suite's writers wait for.
+        entries = try? SuiteFile.parseDomain(kept)
+      }
+      // corelibs dropped its copy when it had nothing to save: it loads the file now, under the lock.
+      // (Not ``CorelibsDomain/reloadCopy()``: a write of ours may run meanwhile, and its synchronize would then rewrite
+      // the file in place with no journal behind it; `dropCopy` drops only when that cannot happen.)
+      if copyIsStale && !dropCopy() {
+        corelibs.load()
+        corelibs.record(.untrusted)
+        return SaveOutcome(issue: check.issue, changedElsewhere: true)
+      }
+      corelibs.load()
+      if corelibsSaved || !check.changedElsewhere {
+        markSynced(at: savedStamp, entries: entries)
+      } else {
+        // corelibs kept its copy, which lacks the other process's changes: the next edit or reload must not trust it.
+        corelibs.record(.untrusted)
+      }
+      return SaveOutcome(issue: check.issue, changedElsewhere: check.changedElsewhere || removedElsewhere)
+    }
+    // The rename (or unlink) is made durable after the lock is released: the next process waiting for the lock
+    // (a reload of this very save, in a process that watches the suite) need not wait for the disk as well.
+    try file.flushFolder(of: file.path)
+    return outcome
+  }
+
+  /// Whether corelibs' copy holds each of `writes` (nil: removed) but those of keys in `newer`: once it has saved, its
+  /// file is that copy. Asked while no write of ours runs, so the copy is as corelibs saved it.
+  private func corelibsHolds(
+    _ writes: [PropertyListKey: PropertyListValue?], except newer: Set<PropertyListKey>
+  ) -> Bool {
+    writes.allSatisfy { key, value in
+      guard !newer.contains(key) else { return true }
+      let held = corelibs.value(forKey: key.string)
+      guard let value else { return held == nil }
+      switch (held, value) {
+      case (let data as NSData, .data(let expected)):
+        // Copied whole: bridging corelibs' own data to `Data` goes byte by byte.
+        return data.length == expected.count && Data(bytes: data.bytes, count: data.length) == expected
+      case (let held?, _): return PropertyListValue(foundationObject: held) == value
+      case (nil, _): return false
+      }
+    }
+  }
+
+  /// A moment inside a save that no event marks, for ``saveSteps``.
+  enum SaveStep: Sendable {
+    /// The journal is written; corelibs has not saved.
+    case beforeCorelibsSave
+    /// corelibs saved; the journal is not renamed yet (no write of ours can run until it is).
+    case afterCorelibsSave
+    /// corelibs' file is read back; the journal is about to be renamed over it.
+    case beforeRename
+  }
+
+  /// Told each step of each save of the suite file at the path it is registered under (tests use it to act at that
+  /// moment).
+  static let saveSteps = Locked<[String: @Sendable (SaveStep) -> Void]>([:])
+}
