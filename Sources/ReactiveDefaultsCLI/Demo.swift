@@ -16,7 +16,9 @@ enum Demo {
       // A suite's lock file stays when the suite goes (a process waiting on it would otherwise share the lock with
       // one that made a new file); the scratch domain is this process's alone, named by its id, and the child that
       // wrote it has exited, so no process can hold or wait for this one.
-      if let url = store.fileURL { try? FileManager.default.removeItem(atPath: url.path + ".lock") }
+      if let lock = store.fileURL.map({ $0.path + ".lock" }), FileManager.default.fileExists(atPath: lock) {
+        do { try FileManager.default.removeItem(atPath: lock) } catch { RDefaults.printError("Warning: \(error)") }
+      }
       say("\n5. Removed the scratch domain '\(domain)'. Try 'rdefaults watch DOMAIN' next.")
     }
     let volume = DefaultsKey<Double>("volume", default: 0.5)

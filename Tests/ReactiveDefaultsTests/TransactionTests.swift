@@ -309,14 +309,17 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
           return
         }
         guard step == .beforeRename else { return }
+        // Until the write and the synchronize are done, or the write waits for this save.
+        let doneOrWaiting = DispatchSemaphore(value: 0)
+        store.hub.gate.waitStarted.withLock { $0 = { doneOrWaiting.signal() } }
         Thread {
           store[key] = 2
           _ = CorelibsPreferences.synchronize(domain: name)
           raced.append(true)
+          doneOrWaiting.signal()
         }.start()
-        // Until the write and the synchronize are done, or the write waits for this save.
-        let deadline = Date(timeIntervalSinceNow: 10 * timeoutScale)
-        while raced.count == 0 && !store.hub.gate.hasWaiters && Date() < deadline { usleep(100) }
+        _ = doneOrWaiting.wait(timeout: .now() + 10 * timeoutScale)
+        store.hub.gate.waitStarted.withLock { $0 = nil }
       }
     }
     defer { _ = SuiteFileRecord.saveSteps.withLock { $0.removeValue(forKey: path) } }

@@ -68,6 +68,8 @@ final class WriteGate: Sendable {
   }
 
   private let state = Locked(State())
+  /// Called (outside the gate's lock) each time a thread starts waiting for the gate (for tests).
+  let waitStarted = Locked<(@Sendable () -> Void)?>(nil)
 
   /// Asks to write `write` to `key`; waits while another thread writes.
   func enter(_ write: StorageWrite, forKey key: String) -> Entry {
@@ -83,6 +85,7 @@ final class WriteGate: Sendable {
       LockOrder.released(.writeGate)
       return false
     case .wait(let signal):
+      waitStarted.withLock { $0 }?()
       // Woken once the gate is this thread's (``State/next()``).
       signal.wait()
       return true
@@ -116,11 +119,6 @@ final class WriteGate: Sendable {
       _ = next()
     }
     return body()
-  }
-
-  /// Whether a thread waits for the gate (for tests).
-  var hasWaiters: Bool {
-    state.withLock { !$0.waiters.isEmpty }
   }
 
   /// Whether the calling thread is inside a write (a callback that storage made during it).
