@@ -95,8 +95,6 @@ extension SuiteFileRecord {
         SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.afterCorelibsSave)
         let afterCorelibsSave = file.stamp()
         let saved = corelibsSaved ? file.contentsAfterSave(file.path, expected: bytes) : .unreadable
-        // The file read back is the one corelibs wrote (no writer that takes no lock replaced it meanwhile).
-        let unchangedSinceSave = afterCorelibsSave != nil && file.stamp() == afterCorelibsSave
         if SuiteFile.saveTrace.withLock({ $0 != nil }) { corelibsResult = "corelibs saved \(corelibsSaved), \(saved)" }
         /// corelibs saved, but its file cannot be read back (a writer that takes no lock is rewriting it, or it grew
         /// past the size limit): the journal takes corelibs' memory, which also holds writes made with plain
@@ -125,10 +123,9 @@ extension SuiteFileRecord {
         // file system's coarse time, so another process's next in-place save, of the same size, in the same tick,
         // would read as this one.
         var restamped: SuiteFile.Stamp?
-        if case .different = saved, unchangedSinceSave, let written = afterCorelibsSave,
-          corelibsHolds(writes, except: writtenSince())
-        {
-          restamped = (try? file.restamp(file.path, expected: written)) ?? nil
+        // (A file that cannot be restamped, or is no longer the one read back, goes the merge-and-rename way.)
+        if case .different = saved, let readBack = afterCorelibsSave, corelibsHolds(writes, except: writtenSince()) {
+          restamped = (try? file.restamp(file.path, expected: readBack)) ?? nil
         }
         switch saved {
         case .different(let written) where restamped != nil:
