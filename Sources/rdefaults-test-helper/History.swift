@@ -494,7 +494,7 @@ func runHistory(_ plan: HistoryPlan, bound: UInt64, keepFolder: Bool = false) ->
     encoder.outputFormatting = .sortedKeys
     let lines = events.sorted { $0.time < $1.time }.compactMap { try? encoder.encode($0) }
     var text = lines.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n")
-    text += "\nfinal: \(final)\n"
+    text += "\nfinal: \(final)\n" + anomalies.map { "anomaly: \($0)\n" }.joined()
     let path = dump + "/history-\(plan.seed)-\(UUID().uuidString.prefix(6)).log"
     if !FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) {
       anomalies.append(.init(rule: "driver", detail: "cannot write \(path)"))

@@ -199,4 +199,48 @@ private func afterReloads(
       #expect(await afterReloads(of: store) { store[key] == 4 })
     }
   }
+
+  /// A store opened while another process creates the file: the open found no file, then corelibs loaded the new one.
+  /// That copy was recorded as the missing file; the process never observed the suite, so nothing reloaded it, and
+  /// once `rdefaults delete` removed the file, every read and every `update` took the stale copy for the missing file
+  /// (history checker, seed 666665072). The file is created at the moment the checker's run did: after the open
+  /// found none, before corelibs loads.
+  @Test(arguments: [false, true]) func aFileCreatedWhileAStoreOpensDoesNotOutliveItsDeletion(
+    readingInAnUpdate: Bool
+  ) async throws {
+    try await withFreshSuite { name in
+      let key = DefaultsKey<Int>("value", default: 0)
+      let path = processConfigFolder + "/\(name).plist"
+      let created = Recorder<Bool>()
+      SuiteFileRecord.saveSteps.withLock { hooks in
+        hooks[path] = { step in
+          guard step == .beforeLoadingMissingFile, created.count == 0 else { return }
+          // Another process's save: a whole file renamed into place.
+          created.append(
+            (try? SuiteFile.encode(["value": .integer(7)]).write(to: URL(fileURLWithPath: path), options: .atomic))
+              != nil)
+        }
+      }
+      defer { _ = SuiteFileRecord.saveSteps.withLock { $0.removeValue(forKey: path) } }
+      let store = try #require(await offThePool { DefaultsStore(suiteName: name) })
+      #expect(created.values == [true])
+      try await runTool(["delete", name], config: processConfigFolder)
+      #expect(!FileManager.default.fileExists(atPath: path))
+      guard readingInAnUpdate else {
+        #expect(store[key] == 0)
+        return
+      }
+      // Read under the suite's lock (the checker's failure).
+      let read = Recorder<Int>()
+      let property = store.property(key)
+      _ = try await offThePool {
+        try property.update {
+          read.append($0)
+          $0 = 8
+        }
+      }
+      #expect(read.values == [0])
+      #expect(store[key] == 8)
+    }
+  }
 }

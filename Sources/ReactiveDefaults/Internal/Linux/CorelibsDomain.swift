@@ -126,6 +126,15 @@ final class CorelibsDomain: Sendable {
     #endif
   }
 
+  /// Whether the copy holds no key (always false where there is no corelibs).
+  var isEmpty: Bool {
+    #if os(Linux)
+      (CorelibsPreferences.domain(preferencesName)?.count ?? 0) == 0
+    #else
+      false
+    #endif
+  }
+
   /// Whether the copy has `key` (always true where there is no corelibs).
   func has(_ key: String) -> Bool {
     #if os(Linux)

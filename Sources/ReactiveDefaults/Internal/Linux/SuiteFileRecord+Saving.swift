@@ -223,8 +223,10 @@ extension SuiteFileRecord {
     }
   }
 
-  /// A moment inside a save that no event marks, for ``saveSteps``.
+  /// A moment inside a save (or an open) that no event marks, for ``saveSteps``.
   enum SaveStep: Sendable {
+    /// An open found no file; corelibs has not loaded its copy (``open()``).
+    case beforeLoadingMissingFile
     /// The journal is written; corelibs has not saved.
     case beforeCorelibsSave
     /// corelibs saved; the journal is not renamed yet (no write of ours can run until it is).

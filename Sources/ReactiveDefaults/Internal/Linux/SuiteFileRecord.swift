@@ -83,8 +83,15 @@ final class SuiteFileRecord: Sendable {
   /// missing file does.
   func open() -> DefaultsError? {
     guard file.stamp() != nil || file.journalState() != .absent else {
-      // Not re-stamped after the load: a file created meanwhile is an event, and its reload finds memory stale.
-      if corelibs.reloadCopy() { corelibs.record(.absent) }
+      // Without the lock (nothing is created for a suite that does not exist), so another process's save can create
+      // the file before corelibs loads: the copy counts as the missing file only if it is empty, as that file reads.
+      // A copy loaded from a file created meanwhile is not the file once that file goes (a later deletion would find
+      // memory "as the file"), so it is untrusted, and the next read or edit reloads. (Before, it was recorded as the
+      // missing file whatever corelibs loaded: in a process that never observed the suite nothing reloaded it, and
+      // once the file was deleted every read and edit took the stale copy for the missing file; history checker,
+      // seed 666665072.)
+      SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.beforeLoadingMissingFile)
+      if corelibs.reloadCopy() { corelibs.record(corelibs.isEmpty ? .absent : .untrusted) }
       return nil
     }
     do {
