@@ -272,8 +272,17 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
       }
     }
     defer { _ = SuiteFileRecord.saveSteps.withLock { $0.removeValue(forKey: path) } }
+    // Something for corelibs to save: its save then reloads the file (the other process's `k` included) and
+    // rewrites it in place.
+    store[DefaultsKey<Int>("b", default: 0)] = 2
     try await offThePool { try store.save() }
     #expect(repeated.values == [true])
+    // The first save already leaves the removal in the file: a write made during a save replaces the save's own
+    // write of its key (before, a key written again was left as corelibs saved it, so this save wrote back the other
+    // process's value, and only the next save removed it; history checker, seed 700008733).
+    let first = try #require(suiteFileBytes(store.suiteName!))
+    #expect((try PropertyListSerialization.propertyList(from: first, format: nil) as? [String: Any])?["k"] == nil)
+    #expect(store[key] == -1)
     try await offThePool { try store.save() }
     let saved = try #require(suiteFileBytes(store.suiteName!))
     let domain = try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any]
@@ -337,7 +346,83 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
   }
 }
 
+extension SynchronizeDuringSaveTests {
+  /// Plain `synchronize()` calls (of another suite: corelibs then saves every domain of the process, each in place)
+  /// and `removePersistentDomain(forName:)` in a loop, beside threads that write and at once read back, while the
+  /// store's own saves run: a read right after a write of the same thread returns that write, by plain and by
+  /// exactly compared key names, whether it reads the suite's own domain (right after a write) or corelibs' merged
+  /// view (after many reads). A stale read of this kind showed up once each in whole-suite runs (URLTests,
+  /// KeyNameTests, StorePairingTests) while BadDataTests removed domains.
+  @Test func readsAfterWritesStayTheirsWhileTheProcessSynchronizes() async throws {
+    let (store, issues) = makeStore(.suite)
+    let other = makeSuiteName()
+    defer { UserDefaults(suiteName: other)?.removePersistentDomain(forName: other) }
+    let writing = Locked(3)
+    let stale = Recorder<String>()
+    let names = ["plain", "a;b", "a\u{37E}b"]
+    let keys = names.map { DefaultsKey<Int>($0, default: -1) }
+    await onThreadsOfTheirOwn(4) { thread in
+      guard thread < 3 else {
+        let defaults = UserDefaults(suiteName: other)!
+        var round = 0
+        while writing.withLock({ $0 }) > 0 {
+          round += 1
+          defaults.set(round, forKey: "round")
+          if round.isMultiple(of: 8) { defaults.removePersistentDomain(forName: other) } else { defaults.synchronize() }
+        }
+        return
+      }
+      let key = keys[thread]
+      let name = names[thread].unicodeScalars.map { "\($0.value)" }.joined(separator: ".")
+      for value in 0..<1_500 {
+        store[key] = value
+        if store[key] != value { stale.append("\(name) \(value): read \(store[key]) right after") }
+        if value.isMultiple(of: 100) {
+          // Past the direct reads: corelibs' merged view.
+          for _ in 0..<(UserDefaultsStorage.directReadsAfterWrite + 8) {
+            if store[key] != value {
+              stale.append("\(name) \(value): read \(store[key]) far from the write")
+              break
+            }
+          }
+        }
+      }
+      writing.withLock { $0 -= 1 }
+    }
+    #expect(stale.values.isEmpty, "\(stale.values.prefix(8))")
+    try await offThePool { try store.save() }
+    for (thread, key) in keys.enumerated() { #expect(store[key] == 1_499, "key \(thread)") }
+    #expect(issues.values.isEmpty)
+  }
+}
+
 @Suite(.linuxOnly) struct WritesDuringASaveTests {
+  /// A save whose merge drops corelibs' copy tells the observers what the copy held that the file does not: a
+  /// removal of ours corelibs had not recorded (its copy lacked the key then), over a plain `UserDefaults` write of
+  /// the key an observer had heard through `refresh()`. The save writes the removal into the file and reloads the
+  /// copy; before, its observers kept the copy's value until the key's next change (history checker, seed
+  /// 700008733, where the copy got the key from another process's file).
+  @Test func observersHearWhatAMergeThatDropsTheCopyChanged() async throws {
+    let (store, issues) = makeStore(.suite)
+    let name = try #require(store.suiteName)
+    let key = DefaultsKey<Int>("k", default: -1)
+    store[DefaultsKey<Int>("a", default: 0)] = 1
+    try await offThePool { try store.save() }
+    let seen = Recorder<Int>()
+    let token = store.property(key).observe { seen.append($0) }
+    store.reset(key)  // corelibs' copy lacks `k`: it records nothing
+    UserDefaults(suiteName: name)!.set(7, forKey: "k")
+    store.refresh()
+    #expect(seen.values == [-1, 7])
+    try await offThePool { try store.save() }
+    let saved = try #require(suiteFileBytes(name))
+    #expect((try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any])?["k"] == nil)
+    #expect(store[key] == -1)
+    #expect(await seen.wait { $0.last == -1 }, "\(seen.values)")
+    #expect(issues.values.isEmpty)
+    withExtendedLifetime(token) {}
+  }
+
   /// A write of ours made after a save took its writes and before corelibs saved: corelibs' file holds it and every
   /// write of the save, so the save keeps that file (same inode: no rename, so writes need not wait for one) and
   /// removes its journal. The file is stamped anew to the nanosecond, as a journal is: corelibs' in-place write bears

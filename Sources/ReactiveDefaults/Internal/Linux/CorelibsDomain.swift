@@ -28,6 +28,31 @@ final class CorelibsDomain: Sendable {
     #endif
   }
 
+  /// The domain's one instance in this process: corelibs keeps one copy of a domain per process, so what that copy
+  /// is must be recorded once too. (Two hubs built at once for one suite, the loser then discarded, each opened the
+  /// suite: the loser's load changed the copy that the winner's record described.)
+  static func shared(name: String, isStandard: Bool) -> CorelibsDomain {
+    instances.withLock { instances in
+      let key = Key(name: PropertyListKey(name), isStandard: isStandard)
+      if let existing = instances[key]?.domain { return existing }
+      instances = instances.filter { $0.value.domain != nil }
+      let made = CorelibsDomain(name: name, isStandard: isStandard)
+      instances[key] = WeakDomain(domain: made)
+      return made
+    }
+  }
+
+  private struct Key: Hashable {
+    var name: PropertyListKey
+    var isStandard: Bool
+  }
+
+  private struct WeakDomain {
+    weak var domain: CorelibsDomain?
+  }
+
+  private static let instances = Locked<[Key: WeakDomain]>([:])
+
   /// What corelibs' copy of the domain is.
   enum Memory: Equatable, Sendable {
     /// Unknown, or known to miss something: the next reload or edit must reload.
@@ -126,10 +151,10 @@ final class CorelibsDomain: Sendable {
     #endif
   }
 
-  /// Whether the copy holds no key (always false where there is no corelibs).
+  /// Whether the copy holds no key (false where there is no corelibs, or its functions cannot be found).
   var isEmpty: Bool {
     #if os(Linux)
-      (CorelibsPreferences.domain(preferencesName)?.count ?? 0) == 0
+      CorelibsPreferences.domain(preferencesName)?.count == 0
     #else
       false
     #endif

@@ -21,11 +21,12 @@ extension SuiteFileRecord {
   ///
   /// `excludingWrites` runs its body while no write of ours is in progress (``WriteGate/excludingWrites(_:)``).
   ///
-  /// `writtenSince` names the keys written again since the writes were taken: corelibs' content holds their newer
-  /// values, which this save's must not replace.
+  /// `writtenSince` gives the writes made since the writes were taken (the newest value of each key): they replace
+  /// this save's writes of the same keys, since corelibs may not hold them (it keeps no record of a removal of a key
+  /// its copy lacked, nor of a write of the value its copy held, so its save can bring back the file's older value).
   func save(
     _ defaults: UserDefaults, takingWrites: () -> [PropertyListKey: PropertyListValue?],
-    writtenSince: @escaping () -> Set<PropertyListKey>,
+    writtenSince: @escaping () -> [PropertyListKey: PropertyListValue?],
     excludingWrites: (() throws(SaveFailure) -> Void) throws(SaveFailure) -> Void,
     dropCopy: () -> Bool
   ) throws(SaveFailure) -> SaveOutcome {
@@ -43,7 +44,7 @@ extension SuiteFileRecord {
           let after = (try? file.read())??.entries.map { "\($0.key.string)=\($0.value)" }.sorted() ?? []
           trace(
             "save of \(file.fileName) from \(source), \(corelibsResult ?? "not saved"), thread "
-              + "\(currentThreadID() % 100_000), written since \(writtenSince().map(\.string).sorted()), writes "
+              + "\(currentThreadID() % 100_000), written since \(writtenSince().keys.map(\.string).sorted()), writes "
               + "\(writes.map { "\($0.key.string)=\(String(describing: $0.value))" }.sorted()), changedElsewhere "
               + "\(check.changedElsewhere), file after: \(after)")
         }
@@ -58,11 +59,12 @@ extension SuiteFileRecord {
         // writes, with no need to parse the file again: the merged domain as it stands, with the writes applied over
         // it all the same. corelibs keeps no record of a removal of a key its copy did not hold, nor of a write of
         // the value its copy held: a copy loaded again since (a reload that found writes of ours pending saves
-        // them) can hold the key the write removed. (Not over keys written again since the writes were taken:
-        // corelibs holds their newer values.)
+        // them) can hold the key the write removed. (Keys written again since the writes were taken get their newer
+        // values.)
         var domain = try corelibs.entries(of: defaults)
-        let newer = writtenSince()
-        for (key, value) in writes where !newer.contains(key) { domain[key] = value }
+        for (key, value) in writes.merging(writtenSince(), uniquingKeysWith: { _, newer in newer }) {
+          domain[key] = value
+        }
         entries = domain
         source = "corelibs"
       } else {
@@ -91,7 +93,15 @@ extension SuiteFileRecord {
       /// corelibs' file, when the save keeps it.
       var keptCorelibsFile: Data?
       try excludingWrites { () throws(SaveFailure) in
+        let beforeCorelibsSave = file.stamp()
         corelibsSaved = corelibs.synchronize()
+        // corelibs marks the merged views (what `object(forKey:)` reads) stale before it takes the domain's lock to
+        // save: a view rebuilt on another thread in between is built from the copy before the save, and outlives it.
+        // That copy is the file it was loaded from plus writes of ours; when the file corelibs' save reloaded is
+        // another (another process changed it, or removed it during this save), such a view holds older values, so
+        // corelibs marks them stale once more (with nothing left unsaved it only drops the copy, which this save
+        // loads again at its end).
+        if corelibsSaved && (check.changedElsewhere || beforeCorelibsSave != stamp) { _ = corelibs.synchronize() }
         SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.afterCorelibsSave)
         let afterCorelibsSave = file.stamp()
         let saved = corelibsSaved ? file.contentsAfterSave(file.path, expected: bytes) : .unreadable
@@ -124,7 +134,9 @@ extension SuiteFileRecord {
         // would read as this one.
         var restamped: SuiteFile.Stamp?
         // (A file that cannot be restamped, or is no longer the one read back, goes the merge-and-rename way.)
-        if case .different = saved, let readBack = afterCorelibsSave, corelibsHolds(writes, except: writtenSince()) {
+        // Every write of ours up to now: this save's, and the newer ones made since it took them (no write runs now).
+        let newest = writes.merging(writtenSince(), uniquingKeysWith: { _, newer in newer })
+        if case .different = saved, let readBack = afterCorelibsSave, corelibsHolds(newest) {
           restamped = (try? file.restamp(file.path, expected: readBack)) ?? nil
         }
         switch saved {
@@ -135,15 +147,14 @@ extension SuiteFileRecord {
         case .different(let written):
           // The journal takes corelibs' content (atomically), then is renamed over the plist: one commit point, so
           // a crash never leaves a journal older than the plist. corelibs' content, with this save's writes applied
-          // over it (but not over newer writes of the same keys, made since): corelibs saves only the keys its dirty
-          // list names, and a removal of a key its (older) copy did not hold is not on that list, so its file may lack
-          // a write of ours that the journal has.
+          // over it (the newer value, for a key written again since): corelibs saves only the keys its dirty list
+          // names, and a removal of a key its (older) copy did not hold is not on that list, so its file may lack a
+          // write of ours that the journal has.
           guard var merged = try? SuiteFile.parseDomain(written) else {
             try commitMemory()
             break
           }
-          let newer = writtenSince()
-          for (key, value) in writes where !newer.contains(key) { merged[key] = value }
+          for (key, value) in newest { merged[key] = value }
           let content = SuiteFile.encode(merged)
           // The file then holds what corelibs' copy lacks: the copy must go.
           if content != written { copyIsStale = true }
@@ -196,7 +207,11 @@ extension SuiteFileRecord {
         // corelibs kept its copy, which lacks the other process's changes: the next edit or reload must not trust it.
         corelibs.record(.untrusted)
       }
-      return SaveOutcome(issue: check.issue, changedElsewhere: check.changedElsewhere || removedElsewhere)
+      // A copy dropped for the merged file changed what reads give (a removal corelibs had not recorded, now in the
+      // file): its observers must hear of it, as of another process's change. (Before, they kept the copy's value
+      // until the next change of the key; history checker, seed 700008733.)
+      return SaveOutcome(
+        issue: check.issue, changedElsewhere: check.changedElsewhere || removedElsewhere || copyIsStale)
     }
     // The rename (or unlink) is made durable after the lock is released: the next process waiting for the lock
     // (a reload of this very save, in a process that watches the suite) need not wait for the disk as well.
@@ -204,13 +219,10 @@ extension SuiteFileRecord {
     return outcome
   }
 
-  /// Whether corelibs' copy holds each of `writes` (nil: removed) but those of keys in `newer`: once it has saved, its
-  /// file is that copy. Asked while no write of ours runs, so the copy is as corelibs saved it.
-  private func corelibsHolds(
-    _ writes: [PropertyListKey: PropertyListValue?], except newer: Set<PropertyListKey>
-  ) -> Bool {
+  /// Whether corelibs' copy holds each of `writes` (nil: removed): once it has saved, its file is that copy. Asked
+  /// while no write of ours runs, so the copy is as corelibs saved it.
+  private func corelibsHolds(_ writes: [PropertyListKey: PropertyListValue?]) -> Bool {
     writes.allSatisfy { key, value in
-      guard !newer.contains(key) else { return true }
       let held = corelibs.value(forKey: key.string)
       guard let value else { return held == nil }
       switch (held, value) {

@@ -209,7 +209,9 @@ final class SuiteFileRecord: Sendable {
       state.checked = stamp
       if let entries, let stamp { state.known = (stamp, entries) }
     }
-    corelibs.record(CorelibsDomain.Memory(loadedAt: stamp))
+    // With no file, the copy is the missing file only if it is empty: a writer that takes no lock may have created
+    // the file before corelibs loaded it (``open()``).
+    corelibs.record(stamp == nil && !corelibs.isEmpty ? .untrusted : CorelibsDomain.Memory(loadedAt: stamp))
   }
 
   /// Whether the file is as this process last saved or loaded it (a file event was our own save).

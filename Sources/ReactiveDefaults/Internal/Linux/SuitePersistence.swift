@@ -112,6 +112,9 @@ final class SuitePersistence: Sendable {
   /// The keys written since the last save.
   var unsavedKeys: Set<PropertyListKey> { state.withLock { Set($0.sync.unsaved.keys) } }
 
+  /// The writes made since the last save took its writes (each key's newest stored value; nil: removed).
+  var unsavedWrites: [PropertyListKey: PropertyListValue?] { state.withLock { $0.sync.unsaved } }
+
   /// Unsaved writes, or writes a save in progress has not finished saving: corelibs' copy must not be dropped.
   var hasPendingWrites: Bool { state.withLock { $0.sync.hasPendingWrites } }
 
@@ -159,7 +162,7 @@ final class SuitePersistence: Sendable {
           SaveOnExit.remove(self)
           return writes
         },
-        writtenSince: { self.unsavedKeys },
+        writtenSince: { self.unsavedWrites },
         excludingWrites: { body throws(SaveFailure) in
           var failure: SaveFailure?
           func run() -> Bool {
