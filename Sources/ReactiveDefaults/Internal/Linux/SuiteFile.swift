@@ -1,5 +1,12 @@
 import Foundation
 
+// `stat` and `timespec` may come through another module than Glibc's (FileSystem.swift says when).
+#if canImport(CDispatch)
+  import CDispatch
+#endif
+#if canImport(CoreFoundation)
+  import CoreFoundation
+#endif
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Musl)
