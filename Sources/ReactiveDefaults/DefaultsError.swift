@@ -58,6 +58,27 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
   ///   - reason: What went wrong: the value found, or the error a custom step or a conversion threw.
   case migrationFailed(step: String, key: String?, reason: String)
 
+  /// The write would take the suite to the size its Apple platform refuses, so it was refused before it reached
+  /// `UserDefaults`: the stored value was kept. iOS, iPadOS, watchOS and visionOS refuse a domain of 4 MiB or more
+  /// (and drop the write, saying so only in the system log); tvOS terminates an app whose domain reaches 1 MB.
+  /// macOS and Linux have no such limit (on Linux a suite's file may hold 64 MiB).
+  ///
+  /// - Parameters:
+  ///   - key: The key written.
+  ///   - size: The suite's estimated size with the write, in bytes (about what a binary property list takes).
+  ///   - limit: The platform's limit, in bytes.
+  case domainTooLarge(key: String, size: Int, limit: Int)
+
+  /// tvOS: a write took the suite past 512 KB, where the system warns; at `limit` (1 MB) it terminates the app, and
+  /// the library refuses such writes (``domainTooLarge(key:size:limit:)``). Reported once each time the suite grows
+  /// past 512 KB; the write was stored.
+  ///
+  /// - Parameters:
+  ///   - key: The key written.
+  ///   - size: The suite's estimated size after the write, in bytes.
+  ///   - limit: The size the system terminates the app at, in bytes.
+  case domainNearingLimit(key: String, size: Int, limit: Int)
+
   /// A readable explanation, with what to do about it.
   public var description: String {
     switch self {
@@ -87,6 +108,12 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
       (step.isEmpty ? "Migration failed" : "Migration step '\(step)' failed")
         + (key.map { " on key '\($0)'" } ?? "") + ": \(reason). "
         + "No step of this migration was applied; the suite is as it was."
+    case .domainTooLarge(let key, let size, let limit):
+      "Writing '\(key)' would make the suite about \(size) bytes, and this platform refuses a defaults domain of "
+        + "\(limit) bytes or more; the stored value was kept. Keep large values in a file instead."
+    case .domainNearingLimit(let key, let size, let limit):
+      "Writing '\(key)' made the suite about \(size) bytes; at \(limit) bytes this platform terminates the app "
+        + "(the library refuses such writes). Keep large values in a file instead."
     }
   }
 }

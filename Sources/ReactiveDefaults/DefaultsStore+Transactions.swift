@@ -118,7 +118,9 @@ extension DefaultsError {
   /// The key the error is about, when there is one.
   fileprivate var key: String? {
     switch self {
-    case .typeMismatch(let key, _, _), .encodingFailed(let key, _, _), .invalidKey(let key): key
+    case .typeMismatch(let key, _, _), .encodingFailed(let key, _, _), .invalidKey(let key),
+      .domainTooLarge(let key, _, _), .domainNearingLimit(let key, _, _):
+      key
     case .migrationFailed(_, let key, _): key
     case .unreadableFile, .saveFailed, .reentrantEdit: nil
     }

@@ -192,9 +192,11 @@ public final class DefaultsStore: Sendable {
   ///   - value: The new value.
   ///   - key: The key.
   /// - Throws: ``DefaultsError/encodingFailed(key:type:reason:)`` when the value has no stored form (the
-  ///   stored value is kept); ``DefaultsError/invalidKey(_:)`` for an empty key name.
+  ///   stored value is kept); ``DefaultsError/invalidKey(_:)`` for an empty key name;
+  ///   ``DefaultsError/domainTooLarge(key:size:limit:)`` on iOS, iPadOS, watchOS, visionOS and tvOS when the value
+  ///   would take the suite to the size the platform refuses (the stored value is kept).
   public func set<Value>(_ value: Value, for key: DefaultsKey<Value>) throws(DefaultsError) {
-    hub.write(try Self.storageWrite(of: value, for: key), forKey: key.name)
+    if let refusal = hub.write(try Self.storageWrite(of: value, for: key), forKey: key.name) { throw refusal }
   }
 
   /// What writing `value` to `key` does to storage.

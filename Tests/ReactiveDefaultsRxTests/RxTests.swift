@@ -152,6 +152,54 @@
       binding.dispose()
     }
 
+    /// RxCocoa's contract for a control's property (its tests' `ensurePropertyDeallocated`, on `UserDefaults`): with
+    /// a binding into the property and a subscription to it, both left in place, the instance is deallocated when
+    /// its last owner lets go, and the property completes; the subscription saw the bound value. On a suite the
+    /// library can name (Linux), and as on Apple platforms, where it cannot (a store over the instance held weakly).
+    @MainActor @Test(arguments: [true, false]) func aPropertyOfAnInstanceKeepsItNotAlive(suiteIsTold: Bool) async {
+      let suite = "ReactiveDefaultsRxTests.\(UUID().uuidString)"
+      defer { UserDefaults(suiteName: suite)?.removePersistentDomain(forName: suite) }
+      let completed = Collected<Bool>()
+      let seen = Collected<Int?>()
+      let bound = BehaviorSubject<Int?>(value: 5)
+      weak var gone: UserDefaults?
+      let (binding, subscription) = { () -> (any Disposable, any Disposable) in
+        let defaults = UserDefaults(suiteName: suite)!
+        gone = defaults
+        let property: ControlProperty<Int?> = makeControlProperty(
+          DefaultsKey<Int?>("n"), lettingGoOf: defaults, suiteIsTold: suiteIsTold)
+        let binding = bound.bind(to: property)
+        // On the main actor: ControlProperty subscribes here and now.
+        let subscription = property.subscribe(
+          onNext: { seen.append($0) }, onCompleted: { completed.append(true) })
+        return (binding, subscription)
+      }()
+      #expect(gone == nil, "neither the binding nor the subscription keeps the instance")
+      #expect(await completed.wait { $0 == [true] }, "the property completes once the instance is gone")
+      #expect(seen.values.last == 5, "\(seen.values)")
+      bound.onNext(6)  // dropped: nothing to write to
+      binding.dispose()
+      subscription.dispose()
+      #expect(UserDefaults(suiteName: suite)?.object(forKey: "n") as? Int == 5)
+    }
+
+    /// A binding alone (RxCocoa's `ensureControlObserverHasWeakReference`) keeps nothing alive either, and a write
+    /// bound in while the instance lives reaches it.
+    @Test func aBindingIntoAnInstancesPropertyKeepsItNotAlive() {
+      let suite = "ReactiveDefaultsRxTests.\(UUID().uuidString)"
+      defer { UserDefaults(suiteName: suite)?.removePersistentDomain(forName: suite) }
+      weak var gone: UserDefaults?
+      let bag = DisposeBag()
+      do {
+        let defaults = UserDefaults(suiteName: suite)!
+        gone = defaults
+        let property: ControlProperty<String?> = defaults.rx.default(forKey: "name")
+        Observable.just("ann").bind(to: property).disposed(by: bag)
+        #expect(defaults.string(forKey: "name") == "ann")
+      }
+      #expect(gone == nil)
+    }
+
     @Test func theControlPropertyCompletesWhenItsStoreGoesAway() async {
       let completed = Collected<Bool>()
       var store: DefaultsStore? = makeStore()

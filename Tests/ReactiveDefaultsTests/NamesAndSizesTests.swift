@@ -49,6 +49,14 @@ import Testing
       store.property(blob).observe(initial: false) { seenBlob.append($0.count) },
       store.property(list).observe(initial: false) { seenList.append($0.count) },
     ]
+    // Apple platforms but macOS refuse a domain this large (iOS at 4 MiB, tvOS at 1 MB): the library refuses the
+    // write first, with the stored value kept (SizeLimitTests).
+    if let limit = DomainSizeBudget.platform {
+      #expect(throws: DefaultsError.self) { try store.set(bytes, for: blob) }
+      #expect(store[blob].isEmpty && seenBlob.values.isEmpty && limit.refusedAt < bytes.count)
+      withExtendedLifetime(tokens) {}
+      return
+    }
     store[blob] = bytes
     store[list] = numbers
     #expect(seenBlob.values == [10_000_000])

@@ -2,6 +2,7 @@
   public import Foundation
   public import RxCocoa
   public import RxSwift
+  import Synchronization
 
   extension DefaultsStore: ReactiveCompatible {}
 
@@ -12,6 +13,11 @@
     /// Unlike the `didChangeNotification` recipe it emits on Linux, emits only for its key, never repeats `nil`,
     /// and sees writes from other processes.
     ///
+    /// The instance is held weakly, as RxCocoa's properties hold their control: neither a subscription nor a
+    /// binding keeps it alive, and the property completes once it is deallocated (on Apple platforms as it goes,
+    /// through RxCocoa's `deallocating`; on Linux, where corelibs' objects report no deallocation, within a quarter of
+    /// a second). Elements bound into it after that are dropped.
+    ///
     /// ```swift
     /// let volume: ControlProperty<Double?> = UserDefaults.standard.rx.default(forKey: "volume")
     /// ```
@@ -19,10 +25,11 @@
     /// - Parameter key: The key's name.
     /// - Returns: The key as a `ControlProperty`.
     public func `default`<E: DefaultsValue & Equatable>(forKey key: String) -> ControlProperty<E?> {
-      makeControlProperty(DefaultsKey<E?>(key), of: DefaultsStore(base), retainingStore: true)
+      makeControlProperty(DefaultsKey<E?>(key), lettingGoOf: base)
     }
 
     /// A URL key of this `UserDefaults` as a `ControlProperty`, stored as Foundation's `url(forKey:)` reads it.
+    /// It holds the instance weakly, as ``default(forKey:)`` does.
     ///
     /// ```swift
     /// chosenDocuments.bind(to: UserDefaults.standard.rx.url(forKey: "documentUrl")).disposed(by: bag)
@@ -31,7 +38,7 @@
     /// - Parameter key: The key's name.
     /// - Returns: The key as a `ControlProperty`.
     public func url(forKey key: String) -> ControlProperty<URL?> {
-      makeControlProperty(DefaultsKey<URL?>(key), of: DefaultsStore(base), retainingStore: true)
+      makeControlProperty(DefaultsKey<URL?>(key), lettingGoOf: base)
     }
   }
 
@@ -46,44 +53,111 @@
     /// - Parameter key: The key.
     /// - Returns: The key as a `ControlProperty`.
     public func property<Value>(_ key: DefaultsKey<Value>) -> ControlProperty<Value> {
-      makeControlProperty(key, of: base, retainingStore: false)
+      let weakStore = WeakBox(base)
+      return makeControlProperty(key, store: { weakStore.object }, owner: { weakStore.object }) {
+        Observable.create { observer in
+          guard let store = weakStore.object else {
+            observer.onNext(())
+            return Disposables.create()
+          }
+          let sink = SerialObserver(observer)
+          let id = store.whenDeallocated { sink.observer.onNext(()) }
+          return Disposables.create { weakStore.object?.forgetDeallocationAction(id) }
+        }
+      }
     }
   }
 
-  /// A key as a `ControlProperty`. `UserDefaults.rx` makes a store for the call and keeps it while the property
-  /// lives; `store.rx` holds its store weakly and completes when the store is deallocated.
-  private func makeControlProperty<Value>(
-    _ key: DefaultsKey<Value>, of store: DefaultsStore, retainingStore: Bool
+  /// `UserDefaults.rx`'s property: the instance held weakly. Its store is the suite's own when the suite can be told
+  /// (Linux; `UserDefaults.standard` everywhere), else a store over the instance held weakly
+  /// (``HubRegistry/hubLettingGo(of:suiteIsTold:)``); neither keeps the instance.
+  ///
+  /// - Parameter suiteIsTold: false to make the store as on Apple platforms, where the suite cannot be told (tests).
+  func makeControlProperty<Value>(
+    _ key: DefaultsKey<Value>, lettingGoOf defaults: UserDefaults, suiteIsTold: Bool = true
   ) -> ControlProperty<Value> {
-    // A weak reference in a class box: `weak let` (SE-0481) needs Swift 6.2, and the package promises 6.1.
-    let weakStore = WeakStore(store)
-    let retained = retainingStore ? store : nil
+    let store = DefaultsStore(hub: HubRegistry.hubLettingGo(of: defaults, suiteIsTold: suiteIsTold))
+    let instance = WeakBox(defaults)
+    // `UserDefaults.standard` lives as long as the process.
+    let lives = defaults === UserDefaults.standard
+    return makeControlProperty(key, store: { instance.object == nil ? nil : store }, owner: { instance.object }) {
+      guard !lives, let defaults = instance.object else { return lives ? .never() : .just(()) }
+      #if !os(Linux) && !DISABLE_SWIZZLING
+        // The store's own instance (a suite it can name) needs no care; one it holds weakly has key-value observers
+        // to remove before it goes. RxCocoa's `deallocating` (as its own `observeWeakly` uses) is sent inside
+        // `dealloc`, while the instance still exists (weak references to it read nil there already: the closure
+        // keeps it unowned, and runs only then). Where RxCocoa cannot intercept `dealloc` (it fails at once, with
+        // an `RxCocoaObjCRuntimeError`), the subscription keeps the instance instead
+        // (``makeControlProperty(_:store:owner:ended:)``).
+        guard let storage = store.hub.storage as? UserDefaultsStorage, storage.holdsInstanceWeakly else {
+          return instanceChecks.filter { _ in instance.object == nil }.map { _ in () }
+        }
+        return defaults.rx.deallocating.take(1).do(onNext: { [unowned(unsafe) defaults] in
+          storage.instanceIsGoingAway(defaults)
+        })
+      #else
+        // corelibs' objects report no deallocation: one timer, shared by every such property and running while
+        // one is subscribed, looks four times a second.
+        _ = defaults
+        return instanceChecks.filter { _ in instance.object == nil }.map { _ in () }
+      #endif
+    }
+  }
+
+  /// A key as a `ControlProperty`: subscription and delivery on the main scheduler; elements bound into it are
+  /// written. `store()` is nil once the property's owner is gone (a subscription then completes at once, and bound
+  /// elements are dropped); `ended()`, called as a subscription begins, gives the sequence whose first element
+  /// completes it. If that sequence fails at once, the subscription keeps `owner()` alive until it is disposed: the
+  /// property then never sees its owner go, which must not happen while the store observes it.
+  private func makeControlProperty<Value>(
+    _ key: DefaultsKey<Value>, store: @escaping @Sendable () -> DefaultsStore?,
+    owner: @escaping @Sendable () -> AnyObject?, ended: @escaping @Sendable () -> Observable<Void>
+  ) -> ControlProperty<Value> {
     let values = Observable<Value>.create { observer in
-      guard let store = retained ?? weakStore.store else {
+      guard let current = store() else {
         observer.onCompleted()
         return Disposables.create()
       }
       let sink = SerialObserver(observer)
-      let token = store.property(key).observe { sink.observer.onNext($0) }
-      let completion = store.whenDeallocated { sink.observer.onCompleted() }
+      // Before the store observes: a failure is known before key-value observing registers anything.
+      let failed = Flag()
+      let end = ended().take(1).subscribe(
+        onNext: { sink.observer.onCompleted() }, onError: { _ in failed.raised.store(true, ordering: .relaxed) })
+      let kept = failed.raised.load(ordering: .relaxed) ? owner() : nil
+      let token = current.property(key).observe { sink.observer.onNext($0) }
       return Disposables.create {
         token.cancel()
-        (retained ?? weakStore.store)?.forgetDeallocationAction(completion)
+        end.dispose()
+        withExtendedLifetime(kept) {}
       }
     }
     .subscribe(on: ConcurrentMainScheduler.instance)
     .observe(on: MainScheduler.instance)
     // Writes are safe from any thread, so the sink writes where the element arrives.
     let valueSink = AnyObserver<Value> { event in
-      guard case .next(let value) = event, let store = retained ?? weakStore.store else { return }
-      store[key] = value
+      guard case .next(let value) = event, let current = store() else { return }
+      current[key] = value
     }
     return ControlProperty(values: values, valueSink: valueSink)
   }
 
-  /// A store held weakly, shared by the closures of one `ControlProperty`.
-  private final class WeakStore: Sendable {
-    nonisolated(unsafe) weak var store: DefaultsStore?  // written once, in init
-    init(_ store: DefaultsStore) { self.store = store }
+  /// An object held weakly, shared by the closures of one `ControlProperty`. (A class box: `weak let`, SE-0481,
+  /// needs Swift 6.2, and the package promises 6.1.)
+  private final class WeakBox<Object: AnyObject>: @unchecked Sendable {  // set once, in init (then only zeroed)
+    weak var object: Object?
+    init(_ object: Object) { self.object = object }
   }
+
+  /// A flag the closures of one subscription share.
+  private final class Flag: Sendable {
+    let raised = Atomic<Bool>(false)
+  }
+
+  /// Ticks four times a second while subscribed, one timer for every subscriber (RxSwift's `share` runs the
+  /// interval once, and stops it with the last subscriber). RxSwift's operators are thread-safe; the value is
+  /// only ever subscribed.
+  nonisolated(unsafe) private let instanceChecks = Observable<Int>.interval(
+    .milliseconds(250),
+    scheduler: SerialDispatchQueueScheduler(qos: .utility, internalSerialQueueName: "ReactiveDefaults.rx")
+  ).share()
 #endif

@@ -5,6 +5,17 @@ import Foundation
 /// memory and on Apple platforms they are writes through the hub's gate, one after another, that no other write
 /// interleaves.
 extension ChangeHub {
+  /// What writes done through the gate did (``applyHoldingGate(_:allOrNothing:)``).
+  struct Applied {
+    var fanouts: [Fanout] = []
+    var saving = SuitePersistence.WriteAction.none
+    var written: [String] = []
+    /// Why the first of the writes was refused (``DomainSizeBudget``: then, when all or nothing, none was
+    /// applied), and the other refusals and size warnings.
+    var firstRefused: DefaultsError?
+    var issues: [DefaultsError] = []
+  }
+
   /// The suite as error messages name it.
   var suiteDescription: String {
     if let suiteName { return suiteName }
@@ -46,7 +57,8 @@ extension ChangeHub {
       let (outcome, writes) = try body()
       guard !writes.isEmpty else { return outcome }
       gate.enterForSeveralWrites()
-      applied = applyHoldingGate(writes)
+      applied = applyHoldingGate(writes, allOrNothing: true)
+      if let refusal = applied.firstRefused { throw refusal }
       return outcome
     }
     let outcome: Outcome
@@ -62,6 +74,7 @@ extension ChangeHub {
       throw error
     }
     for fanout in applied.fanouts { fanout.deliver() }
+    for issue in applied.issues { announce(issue) }
     // Another process's changes, seen by the reload: the keys the edit wrote are recorded already, so each observer
     // hears of a key once, with its final value.
     persistence?.act(on: findings)

@@ -29,11 +29,14 @@ final class ChangeHub: Sendable {
   /// Refreshes scheduled by outside-change notifications so far (for tests: the hub's own writes schedule none).
   let externalRefreshCount = Atomic<Int>(0)
   let issueListeners = IssueListeners()
+  /// The suite's size against its platform's limit (Apple platforms but macOS), else nil.
+  let sizeBudget: DomainSizeBudget?
 
   init(storage: any DefaultsStorage, suiteName: String?, suiteIsKnown: Bool) {
     self.storage = storage
     self.suiteName = suiteName
     self.suiteIsKnown = suiteIsKnown
+    sizeBudget = storage.sizeLimit.map(DomainSizeBudget.init)
     if !suiteIsKnown { HubRegistry.unknownSuiteHubs.add(1, ordering: .relaxed) }
     storage.observeExternalChanges { [weak self] in self?.externalChangeNotified() }
     storage.observeKeyChanges { [weak self] in self?.keyChangeReported($0) }
@@ -63,35 +66,50 @@ final class ChangeHub: Sendable {
   // MARK: Writing
 
   /// Writes to storage and notifies the key's observers if the stored value changed. A write made from inside
-  /// a callback of a write in progress on this thread is done right after that one.
-  func write(_ write: StorageWrite, forKey key: String) {
-    guard case .proceed = gate.enter(write, forKey: key) else { return }
+  /// a callback of a write in progress on this thread is done right after that one. Returns why the write was
+  /// refused (``DefaultsError/domainTooLarge(key:size:limit:)``): a refused write that waited is announced instead.
+  @discardableResult
+  func write(_ write: StorageWrite, forKey key: String) -> DefaultsError? {
+    guard case .proceed = gate.enter(write, forKey: key) else { return nil }
     let applied = applyHoldingGate([(key, write)])
     persistence?.perform(applied.saving)
     for fanout in applied.fanouts { fanout.deliver() }
     HubRegistry.didWrite(applied.written, through: self)
-  }
-
-  /// What writes done through the gate did.
-  struct Applied {
-    var fanouts: [Fanout] = []
-    var saving = SuitePersistence.WriteAction.none
-    var written: [String] = []
+    for issue in applied.issues { announce(issue) }
+    return applied.firstRefused
   }
 
   /// Applies `writes`, then the writes that storage's callbacks queued meanwhile, holding the gate, which it opens
-  /// at the end.
-  func applyHoldingGate(_ writes: [(key: String, write: StorageWrite)]) -> Applied {
+  /// at the end. `allOrNothing`: the size budget takes or refuses `writes` as one.
+  func applyHoldingGate(_ writes: [(key: String, write: StorageWrite)], allOrNothing: Bool = false) -> Applied {
     var applied = Applied()
-    var remaining = writes[...]
-    var next = remaining.popFirst()
+    let measure = { self.storage.sizingSnapshot() }
+    if allOrNothing, let sizeBudget {
+      applied.firstRefused = sizeBudget.refusal(of: writes.map { ($0.key, $0.write.storedValue) }, measuring: measure)
+    }
+    var remaining = applied.firstRefused == nil ? writes[...] : []
+    // (Writes queued by storage's callbacks meanwhile are each admitted or refused, as any write is.)
+    var batch = remaining.count
+    var next = remaining.popFirst() ?? gate.next().map { (key: $0.key, write: $0.write) }
     while let current = next {
-      let stored = storage.apply(current.write, forKey: current.key)
-      if let fanout = state.withLock({ $0.record(stored, forKey: current.key) }) { applied.fanouts.append(fanout) }
-      if let action = persistence?.wrote(current.key, stored), action.isMoreUrgent(than: applied.saving) {
-        applied.saving = action
+      batch -= 1
+      let refusing = !allOrNothing || batch < 0
+      let (refusal, warning) =
+        sizeBudget?.admit(current.write.storedValue, forKey: current.key, refusing: refusing, measuring: measure)
+        ?? (nil, nil)
+      if let refusal, applied.written.isEmpty && applied.firstRefused == nil {
+        applied.firstRefused = refusal
+      } else if let issue = refusal ?? warning {
+        applied.issues.append(issue)
       }
-      applied.written.append(current.key)
+      if refusal == nil {
+        let stored = storage.apply(current.write, forKey: current.key)
+        if let fanout = state.withLock({ $0.record(stored, forKey: current.key) }) { applied.fanouts.append(fanout) }
+        if let action = persistence?.wrote(current.key, stored), action.isMoreUrgent(than: applied.saving) {
+          applied.saving = action
+        }
+        applied.written.append(current.key)
+      }
       next = remaining.popFirst() ?? gate.next().map { (key: $0.key, write: $0.write) }
     }
     return applied
@@ -118,6 +136,7 @@ final class ChangeHub: Sendable {
   /// Re-reads every observed key and notifies the observers of those whose value differs from the one they
   /// last saw. Keys nobody observes are not read.
   func refresh() {
+    sizeBudget?.invalidate()
     let fanouts = state.withLock { state -> [Fanout] in
       state.keys.keys.compactMap { key in state.record(storage.value(forKey: key.string), forKey: key.string) }
     }
@@ -126,6 +145,7 @@ final class ChangeHub: Sendable {
 
   /// Re-reads the given keys where observed (another hub wrote them, perhaps to this hub's suite).
   func recheck(_ keys: [String]) {
+    sizeBudget?.update(keys) { storage.sizingValue(forKey: $0) }
     let fanouts = state.withLock { state -> [Fanout] in
       keys.compactMap { key in
         state.keys[PropertyListKey(key)] == nil ? nil : state.record(storage.value(forKey: key), forKey: key)

@@ -13,6 +13,8 @@ enum HubRegistry {
     /// only by Unicode normalization are two suites.
     case suite(PropertyListKey)
     case instance(ObjectIdentifier)
+    /// A hub found by no lookup, listed only so that other hubs' writes reach it (``didWrite(_:through:)``).
+    case unlisted(ObjectIdentifier)
   }
 
   private struct WeakHub {
@@ -49,6 +51,22 @@ enum HubRegistry {
     return insert(
       candidate,
       keys: (domain.map { [.suite(PropertyListKey($0.name))] } ?? []) + [.instance(ObjectIdentifier(defaults))])
+  }
+
+  /// The hub for a store that must not keep `defaults` alive (RxCocoa's `UserDefaults.rx`): the suite's own hub
+  /// when the suite can be told (it reads and writes through an instance of its own, or `UserDefaults.standard`,
+  /// which lives as long as the process), else a new hub over the instance held weakly, which no lookup finds (a
+  /// later instance at the same address must not get it).
+  ///
+  /// - Parameter suiteIsTold: false to make the hub as on Apple platforms, where the suite cannot be told (tests).
+  static func hubLettingGo(of defaults: UserDefaults, suiteIsTold: Bool = true) -> ChangeHub {
+    if let domain = suiteIsTold ? domain(of: defaults) : nil {
+      if domain.isStandard { return hub(for: UserDefaults.standard) }
+      if let hub = hub(suiteName: domain.name) { return hub }
+    }
+    let candidate = ChangeHub(
+      storage: UserDefaultsStorage(defaults, domain: nil, holdingWeakly: true), suiteName: nil, suiteIsKnown: false)
+    return insert(candidate, keys: [.unlisted(ObjectIdentifier(candidate))])
   }
 
   /// The suite of an instance. Foundation does not say; on Linux, corelibs' `UserDefaults` is Swift and keeps it

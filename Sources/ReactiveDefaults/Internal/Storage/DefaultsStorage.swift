@@ -48,6 +48,13 @@ protocol DefaultsStorage: AnyObject, Sendable {
   var persistence: SuitePersistence? { get }
   /// The `UserDefaults` instance behind the storage, if there is one.
   var userDefaults: UserDefaults? { get }
+  /// The size the platform allows the suite (Apple platforms other than macOS), else nil.
+  var sizeLimit: DomainSizeBudget.Limit? { get }
+  /// Every key and value of the suite as its size is counted: ``snapshot()``, or, where the suite cannot be named,
+  /// what can be told of it.
+  func sizingSnapshot() -> [PropertyListKey: PropertyListValue]
+  /// A key's value as its size is counted (``sizingSnapshot()``'s), or nil when a read cannot tell it.
+  func sizingValue(forKey key: String) -> PropertyListValue??
 }
 
 /// Forwards key-by-key change reports to the hub's handler, once it is set.
@@ -66,6 +73,14 @@ final class KeyChangeForwarder: Sendable {
 extension DefaultsStorage {
   func value(forKey key: String) -> PropertyListValue? {
     object(forKey: key).flatMap(PropertyListValue.init(foundationObject:))
+  }
+
+  func sizingSnapshot() -> [PropertyListKey: PropertyListValue] {
+    snapshot()
+  }
+
+  func sizingValue(forKey key: String) -> PropertyListValue?? {
+    .some(value(forKey: key))
   }
 }
 

@@ -21,6 +21,8 @@ final class MemoryStorage: DefaultsStorage {
     /// Stores URLs as Apple's `set(_: URL?, forKey:)` does: a keyed archive in which a file in the home folder is
     /// `~/…`, relative to the working directory.
     var storesURLsAsApple = false
+    /// Refuses to grow past an Apple platform's size limit, as the library does there (``DomainSizeBudget``).
+    var sizeLimit: DomainSizeBudget.Limit?
 
     /// The plain in-memory store.
     static let isolated = Behavior()
@@ -111,4 +113,5 @@ final class MemoryStorage: DefaultsStorage {
 
   var persistence: SuitePersistence? { nil }
   var userDefaults: UserDefaults? { nil }
+  var sizeLimit: DomainSizeBudget.Limit? { behavior.sizeLimit }
 }

@@ -6,7 +6,8 @@ import Synchronization
 /// On Linux, when the suite's name is known, a ``SuitePersistence`` handles its plist file (locked, atomic saves;
 /// reloads on file events). On Apple platforms the preferences daemon owns the files.
 final class UserDefaultsStorage: DefaultsStorage {
-  private let defaults: SendableDefaults
+  /// The instance, held strongly, or weakly (``init(_:domain:holdingWeakly:)``).
+  private let defaults: DefaultsReference
   /// The suite's domain, when its name is known.
   private let domain: CorelibsDomain?
   let persistence: SuitePersistence?
@@ -14,13 +15,22 @@ final class UserDefaultsStorage: DefaultsStorage {
   private let keyChanges: KeyChangeForwarder
   /// The keys registered for key-value observing (Apple platforms; nil where `UserDefaults` has no KVO).
   private let registrations: KeyRegistrations?
+  #if canImport(Darwin)
+    private let keyValueObserver: DefaultsKeyValueObserver
+  #endif
+  /// Whether the storage lets its instance go (``init(_:domain:holdingWeakly:)``).
+  let holdsInstanceWeakly: Bool
 
   /// - Parameters:
   ///   - defaults: The instance to read and write.
   ///   - domain: The suite's name when known, and whether it is the application's own (standard) domain.
-  init(_ defaults: UserDefaults, domain: (name: String, isStandard: Bool)?) {
-    self.defaults = SendableDefaults(instance: defaults)
-    let domain = domain.map { CorelibsDomain(name: $0.name, isStandard: $0.isStandard) }
+  ///   - holdingWeakly: Whether the storage lets the instance go (RxCocoa's `UserDefaults.rx`, over an instance whose
+  ///     suite is unknown): once it is gone, reads find nothing and writes are dropped. Only without a domain.
+  init(_ defaults: UserDefaults, domain: (name: String, isStandard: Bool)?, holdingWeakly: Bool = false) {
+    precondition(!holdingWeakly || domain == nil, "a suite whose file the library handles keeps its instance")
+    self.defaults = DefaultsReference(defaults, weakly: holdingWeakly)
+    holdsInstanceWeakly = holdingWeakly
+    let domain = domain.map { CorelibsDomain.shared(name: $0.name, isStandard: $0.isStandard) }
     self.domain = domain
     let keyChanges = KeyChangeForwarder()
     self.keyChanges = keyChanges
@@ -33,6 +43,7 @@ final class UserDefaultsStorage: DefaultsStorage {
       // The Apple-only part: the `NSObject` that key-value observing needs. Which keys it registers is decided by
       // the platform-neutral `KeyRegistrations`, tested on Linux through the in-memory storage.
       let observer = DefaultsKeyValueObserver(defaults) { keyChanges.forward($0) }
+      keyValueObserver = observer
       registrations = KeyRegistrations(register: { observer.register($0) }, unregister: { observer.unregister($0) })
     #else
       registrations = nil
@@ -50,6 +61,15 @@ final class UserDefaultsStorage: DefaultsStorage {
   }
 
   var userDefaults: UserDefaults? { defaults.instance }
+
+  /// The instance, held weakly, is being deallocated (RxCocoa's `deallocating`, inside `dealloc`, where weak
+  /// references to it read nil already: the caller hands it over): the key-value observers added to it are removed
+  /// while it still exists, as Apple requires of `addObserver(_:forKeyPath:options:context:)`.
+  func instanceIsGoingAway(_ instance: UserDefaults) {
+    #if canImport(Darwin)
+      keyValueObserver.removeAll(from: instance)
+    #endif
+  }
 
   /// The domain whose copy this process's library reads and writes by exact names (Linux, a suite whose file the
   /// library handles), when a read or write of `key` must: the suite's name or the key has a canonically
@@ -70,7 +90,7 @@ final class UserDefaultsStorage: DefaultsStorage {
       if let direct = directObject(forKey: key) { return direct }
       if let exact = exactDomain(forKey: key) { return exactObject(forKey: key, in: exact) }
     #endif
-    return defaults.instance.object(forKey: key)
+    return defaults.instance?.object(forKey: key)
   }
 
   #if os(Linux)
@@ -93,7 +113,7 @@ final class UserDefaultsStorage: DefaultsStorage {
         exact
           || (readsSinceWrite.load(ordering: .relaxed) < Self.directReadsAfterWrite
             && readsSinceWrite.add(1, ordering: .relaxed).newValue <= Self.directReadsAfterWrite),
-        defaults.instance.volatileDomain(forName: UserDefaults.argumentDomain)[key] == nil
+        defaults.instance?.volatileDomain(forName: UserDefaults.argumentDomain)[key] == nil
       else { return nil }
       guard let object = domain.value(forKey: key) else { return nil }
       if exact {
@@ -118,10 +138,10 @@ final class UserDefaultsStorage: DefaultsStorage {
     /// of the suite's name. Launch arguments first, then the suite's own domain, the global domain, and registered
     /// defaults, as corelibs looks.
     private func exactObject(forKey key: String, in domain: CorelibsDomain) -> Any? {
-      if let argument = defaults.instance.volatileDomain(forName: UserDefaults.argumentDomain)[key] { return argument }
+      if let argument = defaults.instance?.volatileDomain(forName: UserDefaults.argumentDomain)[key] { return argument }
       let found = domain.value(forKey: key) ?? CorelibsPreferences.globalValue(forKey: key)
       if let found { return PropertyListValue(foundationObject: found)?.foundationObject }
-      return defaults.instance.volatileDomain(forName: UserDefaults.registrationDomain)[key]
+      return defaults.instance?.volatileDomain(forName: UserDefaults.registrationDomain)[key]
     }
 
     /// The longest string (in UTF-16 units) or data (in bytes) a direct read hands out.
@@ -129,6 +149,8 @@ final class UserDefaultsStorage: DefaultsStorage {
   #endif
 
   func apply(_ write: StorageWrite, forKey key: String) -> PropertyListValue? {
+    // An instance held weakly and gone: nothing to write to.
+    guard let instance = defaults.instance else { return nil }
     #if os(Linux)
       readsSinceWrite.store(0, ordering: .relaxed)
     #endif
@@ -145,7 +167,7 @@ final class UserDefaultsStorage: DefaultsStorage {
           return value
         }
       #endif
-      defaults.instance.set(value.foundationObject, forKey: key)
+      instance.set(value.foundationObject, forKey: key)
       return value
     case .remove:
       #if os(Linux)
@@ -153,12 +175,12 @@ final class UserDefaultsStorage: DefaultsStorage {
           return nil
         }
       #endif
-      defaults.instance.removeObject(forKey: key)
+      instance.removeObject(forKey: key)
       return nil
     case .url(let url):
       #if canImport(Darwin)
         // Apple's own form (a keyed archive, home folder abbreviated as `~`), which Apple's `url(forKey:)` reads.
-        defaults.instance.set(url, forKey: key)
+        instance.set(url, forKey: key)
         return value(forKey: key)
       #else
         // corelibs' `set(_: URL?)` keeps only the path: the library writes the keyed archive itself.
@@ -169,7 +191,7 @@ final class UserDefaultsStorage: DefaultsStorage {
   }
 
   func snapshot() -> [PropertyListKey: PropertyListValue] {
-    guard let domain = self.domain?.dictionary(of: defaults.instance) else { return [:] }
+    guard let instance = defaults.instance, let domain = self.domain?.dictionary(of: instance) else { return [:] }
     if let entries = try? SuiteFile.entries(domain) { return entries }
     // A value that is not a property-list value (a plain `UserDefaults` write of this process): the others.
     var entries: [PropertyListKey: PropertyListValue] = [:]
@@ -181,6 +203,36 @@ final class UserDefaultsStorage: DefaultsStorage {
     return entries
   }
 
+  var sizeLimit: DomainSizeBudget.Limit? { DomainSizeBudget.platform }
+
+  /// The suite's own domain when it is named; else (an instance of a suite Apple platforms do not name) every
+  /// key the instance reads less those of the registration, argument and global domains (a key the suite shares
+  /// with one of them is left out).
+  func sizingSnapshot() -> [PropertyListKey: PropertyListValue] {
+    guard domain == nil, let instance = defaults.instance else { return snapshot() }
+    var found = instance.dictionaryRepresentation()
+    for other in [UserDefaults.registrationDomain, UserDefaults.argumentDomain] {
+      for key in instance.volatileDomain(forName: other).keys { found[key] = nil }
+    }
+    for key in (instance.persistentDomain(forName: UserDefaults.globalDomain) ?? [:]).keys { found[key] = nil }
+    var entries: [PropertyListKey: PropertyListValue] = [:]
+    for (key, object) in found {
+      if let value = PropertyListValue(foundationObject: object) { entries[PropertyListKey(key)] = value }
+    }
+    return entries
+  }
+
+  /// A read gives the launch argument or registered default of a key the suite lacks, which the suite's size does
+  /// not count: such a key cannot be told.
+  func sizingValue(forKey key: String) -> PropertyListValue?? {
+    guard let instance = defaults.instance else { return nil }
+    for other in [UserDefaults.argumentDomain, UserDefaults.registrationDomain]
+    where instance.volatileDomain(forName: other)[key] != nil {
+      return nil
+    }
+    return .some(value(forKey: key))
+  }
+
   func observeKeyChanges(_ handler: @escaping @Sendable (String) -> Void) {
     keyChanges.set(handler)
   }
@@ -190,11 +242,31 @@ final class UserDefaultsStorage: DefaultsStorage {
   }
 
   func observeExternalChanges(_ handler: @escaping @Sendable () -> Void) {
+    guard let instance = defaults.instance else { return }
+    // corelibs' center keeps the object it filters on: an instance held weakly is compared when a notification
+    // comes instead.
+    let reference = defaults
     let token = NotificationCenter.default.addObserver(
-      forName: UserDefaults.didChangeNotification, object: defaults.instance, queue: nil
-    ) { _ in handler() }
+      forName: UserDefaults.didChangeNotification, object: holdsInstanceWeakly ? nil : instance, queue: nil
+    ) { notification in
+      guard let instance = reference.instance, (notification.object as AnyObject?) === instance else { return }
+      handler()
+    }
     notificationToken.withLock { $0 = NotificationToken(observer: token) }
   }
+}
+
+/// A `UserDefaults` instance held strongly, or weakly (then nil once it is gone).
+private final class DefaultsReference: @unchecked Sendable {  // both set once, in init (`weakInstance` then zeroed)
+  private let strongInstance: UserDefaults?
+  private weak var weakInstance: UserDefaults?
+
+  init(_ instance: UserDefaults, weakly: Bool) {
+    strongInstance = weakly ? nil : instance
+    weakInstance = instance
+  }
+
+  var instance: UserDefaults? { strongInstance ?? weakInstance }
 }
 
 /// The token `NotificationCenter` returns: an immutable handle, only ever passed back to `removeObserver`.
