@@ -81,6 +81,13 @@ public final class DefaultsStore: Sendable {
     DefaultsStore(hub: ChangeHub(storage: MemoryStorage(values), suiteName: nil, suiteIsKnown: true))
   }
 
+  /// An in-memory store that keeps iOS's size limit on its suite, as the library does on iOS, iPadOS, watchOS and
+  /// visionOS (for the benchmark, which measures what that costs a write on Linux).
+  @_spi(Tools) public static func inMemoryLimitedAsOnIOS() -> DefaultsStore {
+    let storage = MemoryStorage(behavior: .init(sizeLimit: .embedded))
+    return DefaultsStore(hub: ChangeHub(storage: storage, suiteName: nil, suiteIsKnown: true))
+  }
+
   deinit {
     hub.issueListeners.remove(ObjectIdentifier(self))
     for action in deallocationActions.withLock({ $0.actions.values }) { action() }

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import ReactiveDefaults
+@_spi(Tools) import ReactiveDefaults
 import Synchronization
 
 struct Layout: DefaultsCodable, Equatable {
@@ -61,6 +61,33 @@ enum Scenarios {
   }
 
   // MARK: Writes
+
+  /// What Apple platforms' size limit costs a write (iOS, iPadOS, watchOS, visionOS, tvOS keep a running estimate of
+  /// each suite's size; macOS and Linux do not): in-memory stores, with and without it, one observer each, a 1,000-key
+  /// suite.
+  static func sizeBudget(_ settings: Settings) -> Comparison {
+    let limited = DefaultsStore.inMemoryLimitedAsOnIOS()
+    let plain = DefaultsStore.inMemory()
+    for store in [limited, plain] {
+      for index in 0..<1_000 { store[DefaultsKey<String>("key\(index)", default: "")] = "value \(index)" }
+    }
+    let key = DefaultsKey<Int>("int", default: 0)
+    let tokens = [limited, plain].map { $0.property(key).observe { _ in } }
+    let operations = settings.quick ? 20_000 : 100_000
+    var next = 1
+    let (base, mine) = compare(
+      rounds: settings.rounds, operations: operations,
+      baseline: { _ in
+        next &+= 1
+        plain[key] = next
+      },
+      ours: { _ in
+        next &+= 1
+        limited[key] = next
+      })
+    withExtendedLifetime(tokens) {}
+    return Comparison(baselineNanoseconds: base, oursNanoseconds: mine, ratio: mine / base)
+  }
 
   static func write(_ settings: Settings) -> Comparison {
     let suite = scratchSuite("write")

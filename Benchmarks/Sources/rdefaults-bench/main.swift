@@ -53,6 +53,7 @@ func run(_ settings: Settings) throws {
   row("read_overhead_url", reads["read_overhead_url"]!, target: "-")
   row("read_overhead_codable", reads["read_overhead_codable"]!, target: "-")
   row("write_overhead_int", Scenarios.write(settings), target: "≤ 1.5")
+  row("size_budget_write_overhead", Scenarios.sizeBudget(settings), target: "≤ 1.2")
   row("multikey_overhead_5", Scenarios.multiKey(settings), target: "≤ 1.5")
   row("edit_vs_flush", Scenarios.editVersusFlush(settings), target: "≤ 1.5")
   row("write_growth_10000", Growth.writeGrowth(settings), target: "≤ 1.5")

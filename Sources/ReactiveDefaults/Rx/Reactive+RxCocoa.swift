@@ -82,24 +82,28 @@
     let lives = defaults === UserDefaults.standard
     return makeControlProperty(key, store: { instance.object == nil ? nil : store }, owner: { instance.object }) {
       guard !lives, let defaults = instance.object else { return lives ? .never() : .just(()) }
-      #if !os(Linux) && !DISABLE_SWIZZLING
-        // The store's own instance (a suite it can name) needs no care; one it holds weakly has key-value observers
-        // to remove before it goes. RxCocoa's `deallocating` (as its own `observeWeakly` uses) is sent inside
-        // `dealloc`, while the instance still exists (weak references to it read nil there already: the closure
-        // keeps it unowned, and runs only then). Where RxCocoa cannot intercept `dealloc` (it fails at once, with
-        // an `RxCocoaObjCRuntimeError`), the subscription keeps the instance instead
-        // (``makeControlProperty(_:store:owner:ended:)``).
-        guard let storage = store.hub.storage as? UserDefaultsStorage, storage.holdsInstanceWeakly else {
-          return instanceChecks.filter { _ in instance.object == nil }.map { _ in () }
-        }
-        return defaults.rx.deallocating.take(1).do(onNext: { [unowned(unsafe) defaults] in
-          storage.instanceIsGoingAway(defaults)
-        })
-      #else
+      #if os(Linux)
         // corelibs' objects report no deallocation: one timer, shared by every such property and running while
         // one is subscribed, looks four times a second.
         _ = defaults
         return instanceChecks.filter { _ in instance.object == nil }.map { _ in () }
+      #else
+        // On Apple platforms the store holds a suite's instance weakly (only `UserDefaults.standard` has a name), and
+        // its key-value observers must be removed before the instance goes. RxCocoa's `deallocating` (as its own
+        // `observeWeakly` uses) is sent inside `dealloc`, while the instance still exists (weak references to it read
+        // nil there already: the closure keeps it unowned, and runs only then). Where RxCocoa cannot intercept
+        // `dealloc` (it fails at once, with an `RxCocoaObjCRuntimeError`; or it is built without swizzling), the
+        // subscription keeps the instance instead (``makeControlProperty(_:store:owner:ended:)``).
+        guard let storage = store.hub.storage as? UserDefaultsStorage, storage.holdsInstanceWeakly else {
+          return instanceChecks.filter { _ in instance.object == nil }.map { _ in () }
+        }
+        #if DISABLE_SWIZZLING
+          return .error(NoDeallocationSignal())
+        #else
+          return defaults.rx.deallocating.take(1).do(onNext: { [unowned(unsafe) defaults] _ in
+            storage.instanceIsGoingAway(defaults)
+          })
+        #endif
       #endif
     }
   }
@@ -147,6 +151,9 @@
     weak var object: Object?
     init(_ object: Object) { self.object = object }
   }
+
+  /// RxCocoa was built without swizzling: no `deallocating` to learn of an instance's end.
+  private struct NoDeallocationSignal: Error {}
 
   /// A flag the closures of one subscription share.
   private final class Flag: Sendable {

@@ -17,13 +17,14 @@ final class DomainSizeBudget: Sendable {
     /// The estimated size from which each growing write is reported once as a warning (tvOS), if any.
     var warnedAt: Int?
 
-    /// iOS, iPadOS, watchOS and visionOS: CFPreferences refuses to store a domain of 4 MiB or more ("Attempting to
-    /// store >= 4194304 bytes of data in CFPreferences/NSUserDefaults on this platform is invalid", Apple developer
-    /// forums thread 722096) and drops the write.
+    /// iOS, iPadOS, watchOS and visionOS: CFPreferences refuses to store a domain of 4 MiB or more and drops the
+    /// write. No Apple page states it: the figure is the system's own log line on iOS ("Attempting to store >= 4194304
+    /// bytes of data in CFPreferences/NSUserDefaults on this platform is invalid", Apple developer forums thread
+    /// 722096), taken to hold on watchOS and visionOS too, which share iOS's preferences.
     static let embedded = Limit(refusedAt: 4 << 20, warnedAt: nil)
-    /// tvOS: the system warns at 512 KB and terminates the app once the domain reaches 1 MB (Apple's
-    /// `UserDefaults.sizeLimitExceededNotification` page).
-    static let tvOS = Limit(refusedAt: 1 << 20, warnedAt: 512 << 10)
+    /// tvOS: the system warns at 512 kilobytes and terminates the app once the domain "reaches or exceeds 1
+    /// megabyte" (Apple's `UserDefaults.sizeLimitExceededNotification` page), read as the smaller decimal figures.
+    static let tvOS = Limit(refusedAt: 1_000_000, warnedAt: 512_000)
   }
 
   /// This platform's limit: none on macOS (nor Mac Catalyst, which runs macOS's preferences) or Linux, whose

@@ -20,21 +20,22 @@
     }
 
     /// The keys this observer added (each while it held the instance, so that a deallocation cannot begin in
-    /// between): exactly those are removed when the instance goes away.
-    private let added = Locked<Set<String>>([])
+    /// between): exactly those are removed when the instance goes away. By exact characters, as key-value observing
+    /// compares key paths (a `Set<String>` would take two spellings of `café` for one key).
+    private let added = Locked<Set<PropertyListKey>>([])
 
     func register(_ key: String) {
       guard let defaults else { return }
       withExtendedLifetime(defaults) {
         defaults.addObserver(self, forKeyPath: key, options: [.new], context: Self.context)
-        added.withLock { _ = $0.insert(key) }
+        added.withLock { _ = $0.insert(PropertyListKey(key)) }
       }
     }
 
     func unregister(_ key: String) {
       guard let defaults else { return }
       withExtendedLifetime(defaults) {
-        guard added.withLock({ $0.remove(key) }) != nil else { return }
+        guard added.withLock({ $0.remove(PropertyListKey(key)) }) != nil else { return }
         defaults.removeObserver(self, forKeyPath: key, context: Self.context)
       }
     }
@@ -46,7 +47,7 @@
         defer { keys = [] }
         return keys
       }
-      for key in keys { instance.removeObserver(self, forKeyPath: key, context: Self.context) }
+      for key in keys { instance.removeObserver(self, forKeyPath: key.string, context: Self.context) }
     }
 
     override func observeValue(
