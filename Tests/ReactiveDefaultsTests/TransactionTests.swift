@@ -299,7 +299,8 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
   /// write into the file in place and counted it saved; the rename then replaced that file with the journal, which
   /// lacked it. corelibs' copy held a value no file held, as saved; the next save had corelibs drop that copy, and a read
   /// meanwhile loaded the file: the value went back to the one before (found under the thread sanitizer, where an
-  /// observer saw a writer's values go backwards). A write now waits for the save's rename.
+  /// observer saw a writer's values go backwards). A write now waits for the save's commit (and the save keeps a file
+  /// that holds every write of ours, read again if it changed since the read-back).
   @Test func aWriteSavedInPlaceDuringASaveIsNotLost() async throws {
     let (store, issues) = makeStore(.suite)
     let path = try #require(store.hub.persistence?.file.path)
@@ -317,7 +318,7 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
           if step == .afterCorelibsSave { readsInLaterSaves.append(store.hub.stored(forKey: "k")) }
           return
         }
-        guard step == .beforeRename else { return }
+        guard step == .afterReadBack else { return }
         // Until the write and the synchronize are done, or the write waits for this save.
         let doneOrWaiting = DispatchSemaphore(value: 0)
         store.hub.gate.waitStarted.withLock { $0 = { doneOrWaiting.signal() } }
@@ -347,6 +348,43 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
 }
 
 extension SynchronizeDuringSaveTests {
+  /// A plain `UserDefaults` write of this process, saved in place by a plain `synchronize()` on another thread after
+  /// the save had read corelibs' file back (it equalled the journal) and before it committed: the save renamed its
+  /// journal, which lacked the write, over that file, and corelibs counted the write saved; once its copy was
+  /// dropped, reads went back to the older value (found under the thread sanitizer: a plain write of 4 read as 2).
+  /// The save now keeps corelibs' file whenever it holds every write of ours, and reads it again if it changed.
+  @Test func aPlainWriteSavedInPlaceAfterTheReadBackIsNotLost() async throws {
+    let (store, issues) = makeStore(.suite)
+    let path = try #require(store.hub.persistence?.file.path)
+    let name = try #require(store.suiteName)
+    let a = DefaultsKey<Int>("a", default: 0)
+    let other = DefaultsKey<Int>("other", default: 0)
+    store[a] = 1
+    store.userDefaults.set(2, forKey: "other")
+    try await offThePool { try store.save() }
+    let raced = Recorder<Bool>()
+    SuiteFileRecord.saveSteps.withLock { hooks in
+      hooks[path] = { step in
+        guard step == .afterReadBack, raced.count == 0 else { return }
+        raced.append(true)
+        store.userDefaults.set(4, forKey: "other")
+        _ = CorelibsPreferences.synchronize(domain: name)
+      }
+    }
+    defer { _ = SuiteFileRecord.saveSteps.withLock { $0.removeValue(forKey: path) } }
+    store[a] = 2
+    try await offThePool { try store.save() }
+    #expect(raced.values == [true])
+    // A save with nothing unsaved drops corelibs' copy: reads load the file.
+    try await offThePool { try store.save() }
+    #expect(store[other] == 4)
+    let saved = try #require(suiteFileBytes(name))
+    let domain = try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any]
+    #expect(domain?["other"] as? Int == 4)
+    #expect(domain?["a"] as? Int == 2)
+    #expect(issues.values.isEmpty)
+  }
+
   /// Plain `synchronize()` calls (of another suite: corelibs then saves every domain of the process, each in place)
   /// and `removePersistentDomain(forName:)` in a loop, beside threads that write and at once read back, while the
   /// store's own saves run: a read right after a write of the same thread returns that write, by plain and by

@@ -90,8 +90,9 @@ extension SuiteFileRecord {
       var savedStamp: SuiteFile.Stamp?
       var copyIsStale = false
       var removedElsewhere = false
-      /// corelibs' file, when the save keeps it.
+      /// corelibs' file, when the save keeps it, and whether that is the journal's content.
       var keptCorelibsFile: Data?
+      var keptJournalContent = false
       try excludingWrites { () throws(SaveFailure) in
         let beforeCorelibsSave = file.stamp()
         corelibsSaved = corelibs.synchronize()
@@ -103,8 +104,9 @@ extension SuiteFileRecord {
         // loads again at its end).
         if corelibsSaved && (check.changedElsewhere || beforeCorelibsSave != stamp) { _ = corelibs.synchronize() }
         SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.afterCorelibsSave)
-        let afterCorelibsSave = file.stamp()
-        let saved = corelibsSaved ? file.contentsAfterSave(file.path, expected: bytes) : .unreadable
+        var afterCorelibsSave = file.stamp()
+        var saved = corelibsSaved ? file.contentsAfterSave(file.path, expected: bytes) : .unreadable
+        SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.afterReadBack)
         if SuiteFile.saveTrace.withLock({ $0 != nil }) { corelibsResult = "corelibs saved \(corelibsSaved), \(saved)" }
         /// corelibs saved, but its file cannot be read back (a writer that takes no lock is rewriting it, or it grew
         /// past the size limit): the journal takes corelibs' memory, which also holds writes made with plain
@@ -133,13 +135,33 @@ extension SuiteFileRecord {
         // file system's coarse time, so another process's next in-place save, of the same size, in the same tick,
         // would read as this one.
         var restamped: SuiteFile.Stamp?
-        // (A file that cannot be restamped, or is no longer the one read back, goes the merge-and-rename way.)
         // Every write of ours up to now: this save's, and the newer ones made since it took them (no write runs now).
         let newest = writes.merging(writtenSince(), uniquingKeysWith: { _, newer in newer })
-        if case .different = saved, let readBack = afterCorelibsSave, corelibsHolds(newest) {
+        // The same holds when corelibs' file is the journal's content (`.same`): no rename. A plain `synchronize()`
+        // on another thread (any suite's: corelibs then saves every domain) can rewrite the file in place after the
+        // read-back, with plain writes of this process that corelibs then counts as saved; a rename would drop them
+        // from the file, and a later reload from reads (found under the thread sanitizer: a plain write of 4 read
+        // back as 2). So a file that changed since the read-back is read back again: corelibs wrote its copy, which
+        // holds ours. (One that cannot be restamped, or keeps changing, goes the rename way.)
+        for _ in 0..<3 {
+          let holds: Bool
+          switch saved {
+          case .same: holds = true
+          case .different: holds = corelibsHolds(newest)
+          case .absent, .unreadable: holds = false
+          }
+          guard holds, let readBack = afterCorelibsSave else { break }
           restamped = (try? file.restamp(file.path, expected: readBack)) ?? nil
+          guard restamped == nil, file.stamp() != readBack else { break }
+          afterCorelibsSave = file.stamp()
+          saved = file.contentsAfterSave(file.path, expected: bytes)
         }
         switch saved {
+        case .same where restamped != nil:
+          // The journal's content, kept in corelibs' file: `entries` stay what the journal holds.
+          keptCorelibsFile = bytes
+          keptJournalContent = true
+          savedStamp = restamped
         case .different(let written) where restamped != nil:
           keptCorelibsFile = written
           savedStamp = restamped
@@ -190,7 +212,7 @@ extension SuiteFileRecord {
         try file.flush(file.path)
         // Parsed now, while writes run: the next save applies its writes to these entries instead of copying corelibs'
         // whole domain under corelibs' lock, which the suite's writers wait for.
-        entries = try? SuiteFile.parseDomain(kept)
+        if !keptJournalContent { entries = try? SuiteFile.parseDomain(kept) }
       }
       // corelibs dropped its copy when it had nothing to save: it loads the file now, under the lock.
       // (Not ``CorelibsDomain/reloadCopy()``: a write of ours may run meanwhile, and its synchronize would then rewrite
@@ -245,6 +267,8 @@ extension SuiteFileRecord {
     case afterCorelibsSave
     /// corelibs' file is read back; the journal is about to be renamed over it.
     case beforeRename
+    /// corelibs' file was just read back (the save has not decided between keeping it and renaming the journal).
+    case afterReadBack
   }
 
   /// Told each step of each save of the suite file at the path it is registered under (tests use it to act at that
