@@ -182,7 +182,14 @@ private func keyCount(ofPlistAt path: String) throws -> Int {
     let watcher = try RunningTool(["watch", "d"], config: config)
     #expect(await watcher.errorLines.wait { $0.contains { $0.hasPrefix("Watching") } })
     for value in 2...4 {
-      try FileManager.default.removeItem(atPath: root)
+      // The watcher, another process, may be creating the suite's lock file in the folder right now (a reload of
+      // the last write takes the suite's lock): the removal then finds the folder not empty, and is tried again.
+      var attempts = 0
+      while (try? FileManager.default.removeItem(atPath: root)) == nil, FileManager.default.fileExists(atPath: root) {
+        attempts += 1
+        try #require(attempts < 1_000, "the folder could not be removed")
+        await Task.yield()
+      }
       try await runTool(["write", "d", "k", "\(value)"], config: config)
       #expect(await watcher.lines.wait { $0.contains("k = \(value)") }, "\(watcher.lines.lines)")
     }
