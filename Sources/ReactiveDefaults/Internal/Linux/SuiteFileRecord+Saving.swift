@@ -101,8 +101,11 @@ extension SuiteFileRecord {
         // That copy is the file it was loaded from plus writes of ours; when the file corelibs' save reloaded is
         // another (another process changed it, or removed it during this save), such a view holds older values, so
         // corelibs marks them stale once more (with nothing left unsaved it only drops the copy, which this save
-        // loads again at its end).
-        if corelibsSaved && (check.changedElsewhere || beforeCorelibsSave != stamp) { _ = corelibs.synchronize() }
+        // loads again at its end). Its result is the save's: if it had plain writes to save and failed, the journal
+        // replaces the file (those writes stay in corelibs' unsaved list).
+        if corelibsSaved && (check.changedElsewhere || beforeCorelibsSave != stamp) {
+          corelibsSaved = corelibs.synchronize()
+        }
         SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.afterCorelibsSave)
         var afterCorelibsSave = file.stamp()
         var saved = corelibsSaved ? file.contentsAfterSave(file.path, expected: bytes) : .unreadable
