@@ -209,7 +209,7 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
     #expect(store[.count] == 0)
     #expect(seen.values == [0])
     // Nothing is left in memory to be saved later, over what another process may save meanwhile.
-    #expect(store.hub.persistence?.unsavedKeys == [])
+    #expect(store.hub.persistence?.unsavedWrites.isEmpty == true)
     #expect(store.userDefaults.persistentDomain(forName: name)?["count"] == nil)
     token.cancel()
   }

@@ -109,9 +109,6 @@ final class SuitePersistence: Sendable {
 
   var hasUnsavedWrites: Bool { state.withLock { $0.sync.hasUnsavedWrites } }
 
-  /// The keys written since the last save.
-  var unsavedKeys: Set<PropertyListKey> { state.withLock { Set($0.sync.unsaved.keys) } }
-
   /// The writes made since the last save took its writes (each key's newest stored value; nil: removed).
   var unsavedWrites: [PropertyListKey: PropertyListValue?] { state.withLock { $0.sync.unsaved } }
 
