@@ -385,6 +385,36 @@ extension SynchronizeDuringSaveTests {
     #expect(issues.values.isEmpty)
   }
 
+  /// A plain `rm` of the suite's file (a writer that takes no lock) right after a save that kept corelibs' file, before
+  /// it was flushed: the save reported that it could not open the file (history checker, seeds 500466466 and
+  /// 500466661). The save happened, then the removal: no issue, reads give the defaults, the observer hears it.
+  @Test func aFileRemovedBeforeTheSaveFlushesItIsARemovalNotAFailure() async throws {
+    let (store, issues) = makeStore(.suite)
+    let path = try #require(store.hub.persistence?.file.path)
+    let key = DefaultsKey<Int>("k", default: 0)
+    store[key] = 1
+    try await offThePool { try store.save() }
+    let seen = Recorder<Int>()
+    let observation = store.observe(key) { seen.append($0) }
+    defer { observation.cancel() }
+    #expect(await seen.wait(timeout: 10) { $0 == [1] })
+    let removed = Recorder<Bool>()
+    SuiteFileRecord.saveSteps.withLock { hooks in
+      hooks[path] = { step in
+        guard step == .beforeFlush, removed.count == 0 else { return }
+        removed.append(unlink(path) == 0)
+      }
+    }
+    defer { _ = SuiteFileRecord.saveSteps.withLock { $0.removeValue(forKey: path) } }
+    store[key] = 2
+    try await offThePool { try store.save() }
+    #expect(removed.values == [true])
+    #expect(issues.values.isEmpty, "\(issues.values)")
+    #expect(await seen.wait(timeout: 10) { $0.last == 0 }, "\(seen.values)")
+    #expect(store[key] == 0)
+    #expect(!FileManager.default.fileExists(atPath: path))
+  }
+
   /// Plain `synchronize()` calls (of another suite: corelibs then saves every domain of the process, each in place)
   /// and `removePersistentDomain(forName:)` in a loop, beside threads that write and at once read back, while the
   /// store's own saves run: a read right after a write of the same thread returns that write, by plain and by

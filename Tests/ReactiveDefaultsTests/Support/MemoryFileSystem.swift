@@ -107,7 +107,11 @@ final class MemoryFileSystem: Sendable {
       restamp: { [self] path, expected throws(SaveFailure) in try restamp(path, expected) },
       flushFile: { [self] path throws(SaveFailure) in
         if let failure = state.withLock({ $0.failure(.flushFile) }) { throw failure }
-        guard case .file? = node(at: path) else { throw SaveFailure("cannot open \(path)") }
+        switch node(at: path) {
+        case nil: return false
+        case .file?: return true
+        default: throw SaveFailure("cannot open \(path)")
+        }
       },
       lock: { [self] lockPath, folder, waiting throws(SaveFailure) in try lock(lockPath, folder: folder, waiting) },
       watch: { [self] folder, fileName, onChange in watch(folder + "/" + fileName, onChange) })

@@ -53,8 +53,9 @@ struct FileSystem: Sendable {
   /// modification time to the nanosecond, as ``createFile`` does, and returns its new stamp; nil when it is not that
   /// file any more (another writer changed or replaced it).
   var restamp: @Sendable (_ path: String, _ expected: SuiteFile.Stamp) throws(SaveFailure) -> SuiteFile.Stamp?
-  /// Flushes the regular file at `path` (never through a link) to disk.
-  var flushFile: @Sendable (_ path: String) throws(SaveFailure) -> Void
+  /// Flushes the regular file at `path` (never through a link) to disk; false when nothing is there (a writer that
+  /// takes no lock removed it).
+  var flushFile: @Sendable (_ path: String) throws(SaveFailure) -> Bool
   /// Takes the exclusive advisory lock of the file `lockPath` (creating `folder` and the lock file when missing; the
   /// lock file must be a regular file), calling `waiting` before it waits for another holder. Returns what releases
   /// it.
@@ -112,9 +113,11 @@ extension FileSystem {
     },
     flushFile: { path throws(SaveFailure) in
       let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+      if descriptor < 0 && errno == ENOENT { return false }
       guard descriptor >= 0 else { throw SaveFailure(operation: "cannot open \(path)") }
       defer { close(descriptor) }
       guard fsync(descriptor) == 0 else { throw SaveFailure(operation: "cannot flush \(path) to disk") }
+      return true
     },
     lock: { lockPath, folder, waiting throws(SaveFailure) in
       try POSIXFiles.lock(lockPath, folder: folder, waiting: waiting)

@@ -93,8 +93,8 @@ extension SuiteFile {
     try system.restamp(path, expected)
   }
 
-  /// Flushes the file at `path` to disk.
-  func flush(_ path: String) throws(SaveFailure) {
+  /// Flushes the file at `path` to disk; false when there is no file (``FileSystem/flushFile``).
+  func flush(_ path: String) throws(SaveFailure) -> Bool {
     try system.flushFile(path)
   }
 

@@ -212,10 +212,19 @@ extension SuiteFileRecord {
         // (If it cannot be flushed, the journal goes all the same: it lacks what corelibs saved beyond it, which
         // corelibs no longer counts as unsaved.)
         defer { file.remove(journal) }
-        try file.flush(file.path)
-        // Parsed now, while writes run: the next save applies its writes to these entries instead of copying corelibs'
-        // whole domain under corelibs' lock, which the suite's writers wait for.
-        if !keptJournalContent { entries = try? SuiteFile.parseDomain(kept) }
+        SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.beforeFlush)
+        if try file.flush(file.path) {
+          // Parsed now, while writes run: the next save applies its writes to these entries instead of copying
+          // corelibs' whole domain under corelibs' lock, which the suite's writers wait for.
+          if !keptJournalContent { entries = try? SuiteFile.parseDomain(kept) }
+        } else {
+          // A writer that takes no lock (a plain `rm`) removed the file since the restamp: the save happened, then
+          // the removal, which memory and the observers now follow, as when corelibs' save found the file gone.
+          // (Reported as a failed save before; history checker, seeds 500466466 and 500466661.)
+          savedStamp = nil
+          entries = nil
+          removedElsewhere = true
+        }
       }
       // corelibs dropped its copy when it had nothing to save: it loads the file now, under the lock.
       // (Not ``CorelibsDomain/reloadCopy()``: a write of ours may run meanwhile, and its synchronize would then rewrite
@@ -272,6 +281,8 @@ extension SuiteFileRecord {
     case beforeRename
     /// corelibs' file was just read back (the save has not decided between keeping it and renaming the journal).
     case afterReadBack
+    /// The save kept corelibs' file and runs writes again; the file is not flushed yet.
+    case beforeFlush
   }
 
   /// Told each step of each save of the suite file at the path it is registered under (tests use it to act at that
