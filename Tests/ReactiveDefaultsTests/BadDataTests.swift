@@ -250,7 +250,8 @@ private func backups(of path: String) -> [String] {
       }
       let name = (path as NSString).lastPathComponent.replacingOccurrences(of: ".plist", with: "")
       let record = SuiteFileRecord(
-        file: SuiteFile(suiteName: name), corelibs: CorelibsDomain(name: name, isStandard: false))
+        file: SuiteFile(suiteName: name), corelibs: CorelibsDomain(name: name, isStandard: false),
+        defaults: UserDefaults(suiteName: name)!)
       // What another process's first look at the same file does.
       guard case .unreadableFile(_, _, let again?)? = record.open() else {
         Issue.record("not reported again")

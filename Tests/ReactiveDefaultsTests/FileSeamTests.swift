@@ -23,7 +23,7 @@ import Testing
   private func record() -> SuiteFileRecord {
     SuiteFileRecord(
       file: SuiteFile(folder: folder, fileName: name + ".plist", system: files.fileSystem),
-      corelibs: CorelibsDomain(name: name, isStandard: false))
+      corelibs: CorelibsDomain(name: name, isStandard: false), defaults: UserDefaults(suiteName: name)!)
   }
 
   private func plist(_ entries: [PropertyListKey: PropertyListValue]) -> MemoryFileSystem.Node {

@@ -34,23 +34,15 @@ extension SuiteFileRecord {
     }
   }
 
-  /// Refuses to write a file the library would refuse to read (and move aside) at its next open.
-  static func checkSize(_ bytes: Data) throws(SaveFailure) {
-    guard bytes.count <= SuiteFile.maximumSize else {
-      throw SaveFailure(
-        "the domain would take \(bytes.count) bytes, more than the \(SuiteFile.maximumSize >> 20) MiB a suite file may hold"
-      )
-    }
-  }
-
   /// Makes the suite in memory the file as it is now: checks the file, then has `dropCache` drop corelibs' cached
-  /// copy (``CorelibsDomain/dropCopy()``, while no write of ours runs) unless something is unsaved, then loads the file.
-  /// Returns the problem found and whether the cache was dropped (else the caller saves, which also reloads).
-  func reload(dropCache: () -> Bool) throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) {
+  /// copy (``CorelibsDomain/dropCopy()``, run by `whenIdle` while no write of ours runs) unless something is unsaved,
+  /// then loads the file. Returns the problem found and whether the cache was dropped (else the caller saves, which
+  /// also reloads).
+  func reload(whenIdle: (() -> Bool) -> Bool) throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) {
     try locked { () throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) in
       let check = try check()
-      // `dropCache` drops corelibs' copy twice while no write of ours runs (see ``CorelibsDomain/dropCopy()``).
-      guard dropCache() else { return (check.issue, false) }
+      // corelibs' copy is dropped twice while no write of ours runs (see ``CorelibsDomain/dropCopy()``).
+      guard whenIdle(corelibs.dropCopy) else { return (check.issue, false) }
       // Stamped before the load: a writer that takes no lock and changes the file from now on is seen as a change
       // at its event, never taken for the version loaded here.
       let stamp = file.stamp()

@@ -5,19 +5,12 @@ import Synchronization
 /// the commit (keeping corelibs' file, or renaming the journal over it), with writes of ours held off from corelibs'
 /// save to the commit; and the test hooks that act inside it.
 extension SuiteFileRecord {
-  /// What a save did besides saving.
-  struct SaveOutcome {
-    var issue: DefaultsError?
-    /// The save merged another process's changes: observers must hear of them.
-    var changedElsewhere = false
-  }
-
   /// Saves the writes `takingWrites` takes off the pending list once the suite's lock is held (the values the
   /// library's writes stored in `defaults`, corelibs' memory; nil: removed) into the suite's file, as described
   /// above. Throws without touching the plist when the save cannot be done whole.
   ///
-  /// `dropCopy` drops corelibs' copy when that cannot make it save anything (nothing of ours unsaved, no write in
-  /// progress): the save calls it when the file it leaves is not corelibs' own content.
+  /// `whenAlone` runs its body when nothing of ours is unsaved and no write is in progress: the save drops corelibs'
+  /// copy through it (which then cannot make it save anything) when the file it leaves is not corelibs' own content.
   ///
   /// `excludingWrites` runs its body while no write of ours is in progress (``WriteGate/excludingWrites(_:)``).
   ///
@@ -25,11 +18,12 @@ extension SuiteFileRecord {
   /// this save's writes of the same keys, since corelibs may not hold them (it keeps no record of a removal of a key
   /// its copy lacked, nor of a write of the value its copy held, so its save can bring back the file's older value).
   func save(
-    _ defaults: UserDefaults, takingWrites: () -> [PropertyListKey: PropertyListValue?],
+    takingWrites: () -> [PropertyListKey: PropertyListValue?],
     writtenSince: @escaping () -> [PropertyListKey: PropertyListValue?],
     excludingWrites: (() throws(SaveFailure) -> Void) throws(SaveFailure) -> Void,
-    dropCopy: () -> Bool
+    whenAlone: (() -> Bool) -> Bool
   ) throws(SaveFailure) -> SaveOutcome {
+    let defaults = self.defaults.instance
     let outcome = try locked { () throws(SaveFailure) -> SaveOutcome in
       let writes = takingWrites()
       let check = try check()
@@ -229,7 +223,7 @@ extension SuiteFileRecord {
       // corelibs dropped its copy when it had nothing to save: it loads the file now, under the lock.
       // (Not ``CorelibsDomain/reloadCopy()``: a write of ours may run meanwhile, and its synchronize would then rewrite
       // the file in place with no journal behind it; `dropCopy` drops only when that cannot happen.)
-      if copyIsStale && !dropCopy() {
+      if copyIsStale && !whenAlone(corelibs.dropCopy) {
         corelibs.load()
         corelibs.record(.untrusted)
         return SaveOutcome(issue: check.issue, changedElsewhere: true)

@@ -26,48 +26,28 @@ import Synchronization
 ///    merged, atomically.
 /// No write of ours runs from step 3 to the end of step 4 (``save(_:takingWrites:writtenSince:excludingWrites:dropCopy:)``).
 /// Each open of the suite first completes a journal left by a crash.
-final class SuiteFileRecord: Sendable {
-  let file: SuiteFile
+final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
   /// corelibs' copy of the suite, and what it is.
   let corelibs: CorelibsDomain
+  /// The suite's `UserDefaults`, whose memory is corelibs' copy.
+  let defaults: SendableDefaults
 
-  private struct State {
-    /// The file's stamp when last checked for problems: the same file is not checked (or reported) twice.
-    var checked: SuiteFile.Stamp?
-    /// What was found so far, replayed to each store that sets an issue handler.
-    var found: [DefaultsError] = []
-    /// The keys and values of the file as this process last saved or parsed it, and the file's stamp then: a save
-    /// of a file unchanged since applies its writes to these instead of copying corelibs' whole domain (bridging
-    /// every value, under corelibs' lock, which the writers of the suite wait for).
-    var known: (stamp: SuiteFile.Stamp, entries: [PropertyListKey: PropertyListValue])?
-
-    /// The file's entries as last known, if the file is still as it was then.
-    func entries(at stamp: SuiteFile.Stamp?) -> [PropertyListKey: PropertyListValue]? {
-      guard let known, known.stamp == stamp else { return nil }
-      return known.entries
-    }
-  }
-
-  private let state = Locked(State())
-  /// The thread holding the suite's lock through this record (0: none), so that a thread already holding it (an
-  /// ``DefaultsStore/edit(_:)`` whose body calls ``DefaultsStore/flush()``) runs on instead of waiting for itself:
-  /// `flock` locks an open file, so a second `open` of the lock file in the same process would wait forever.
-  private let lockOwner = Atomic<UInt>(0)
-  /// The size of the file after the last save or reload.
-  let savedFileSize = Atomic<Int>(0)
-
-  init(file: SuiteFile, corelibs: CorelibsDomain) {
-    self.file = file
+  init(file: SuiteFile, corelibs: CorelibsDomain, defaults: UserDefaults) {
     self.corelibs = corelibs
+    self.defaults = SendableDefaults(instance: defaults)
+    super.init(file: file)
   }
 
-  /// What checking the file found.
-  struct Check {
-    var issue: DefaultsError?
-    /// The domain the check read, when it read one (a save merges into it instead of reading the file again).
-    var domain: SuiteFile.Domain?
-    /// The file is not as this process last saved or loaded it: another process wrote it.
-    var changedElsewhere = false
+  func isFile(_ stamp: SuiteFile.Stamp?) -> Bool {
+    corelibs.isFile(stamp)
+  }
+
+  func loadMissingFile() -> Bool {
+    corelibs.reloadCopy()
+  }
+
+  func saveForeignWrites() -> Bool {
+    corelibs.synchronize()
   }
 
   /// The first look at the file, before corelibs reads it: completes a journal a crash left, checks the file, and
@@ -115,113 +95,16 @@ final class SuiteFileRecord: Sendable {
     }
   }
 
-  /// Runs `body` holding the suite's lock (the `flock` of its lock file), which excludes every other process and
-  /// every other thread of this one; a thread that already holds it runs `body` at once.
-  func locked<T>(_ body: () throws(SaveFailure) -> T) throws(SaveFailure) -> T {
-    let thread = currentThreadID()
-    // Only this thread ever stores its own id: seeing it means this thread holds the lock.
-    if lockOwner.load(ordering: .acquiring) == thread { return try body() }
-    LockOrder.taking(.suiteFile)
-    defer { LockOrder.released(.suiteFile) }
-    return try file.withLock { () throws(SaveFailure) -> T in
-      lockOwner.store(thread, ordering: .releasing)
-      defer { lockOwner.store(0, ordering: .releasing) }
-      return try body()
-    }
-  }
-
-  /// Completes a save that a crash interrupted: a whole journal is the newest version of the file. Call it holding
-  /// the suite's lock; the plist's stamp then changes, so memory no longer counts as the file.
-  func recoverJournal() throws(SaveFailure) {
-    switch file.journalState() {
-    case .absent: break
-    case .whole: try file.move(file.journalPath, over: file.path)
-    // Cut short before it was complete: the plist was not touched yet.
-    case .partial: file.remove(file.journalPath)
-    }
-  }
-
-  /// Checks the file if it changed since the last check. An unreadable one is reported and kept: copied beside
-  /// the plist, or moved there when corelibs could crash or hang reading it. Call it holding the file's lock;
-  /// announce the problem once the lock is released.
-  func check() throws(SaveFailure) -> Check {
-    try recoverJournal()
-    let stamp = file.stamp()
-    let checked = state.withLock { $0.checked }
-    var result = Check(changedElsewhere: !corelibs.isFile(stamp))
-    guard stamp != checked else { return result }
-    do throws(SuiteFileProblem) {
-      result.domain = try file.settledRead()
-      // Known only if no writer that takes no lock changed the file while it was read.
-      if let domain = result.domain, let stamp, file.stamp() == stamp {
-        state.withLock { $0.known = (stamp, domain.entries) }
-      }
-    } catch {
-      let backup: String?
-      if case .notAFile(let kind) = error, kind != SuiteFileProblem.folder {
-        // A FIFO, socket or device holds no settings, and corelibs would block forever opening it: moved away.
-        backup = file.moveAside()
-      } else if error.isLeftAlone || error == .empty {
-        backup = nil
-      } else if error.endangersReaders {
-        backup = file.moveAside()
-      } else {
-        backup = file.keepCopy()
-      }
-      result.issue = .unreadableFile(path: file.path, reason: error.reason, backup: backup)
-    }
-    let checkedStamp = file.stamp()  // after any wait for a writer to finish, or a move
-    state.withLock { state in
-      state.checked = checkedStamp
-      if let issue = result.issue { state.found = Array((state.found + [issue]).suffix(16)) }
-    }
-    return result
-  }
-
-  /// The file's entries as this process last saved or parsed it, if the file is still as it was then (its stamp is
-  /// `stamp`).
-  func knownEntries(at stamp: SuiteFile.Stamp?) -> [PropertyListKey: PropertyListValue]? {
-    state.withLock { $0.entries(at: stamp) }
-  }
-
-  /// The keys and values of the file as it is (call it holding the file's lock, after `check`): an unreadable file
-  /// (reported and backed up by the check) is moved out of the way and counts as empty, so that neither this save
-  /// nor corelibs' own reads it again.
-  func entriesOnDisk(_ check: Check) throws(SaveFailure) -> [PropertyListKey: PropertyListValue] {
-    do throws(SuiteFileProblem) {
-      if let domain = check.domain { return domain.entries }
-      return try file.settledRead()?.entries ?? [:]
-    } catch {
-      if error.isLeftAlone { throw SaveFailure("\(file.path) \(error.reason)") }
-      if file.stamp() != nil && error != .empty && file.moveAside() == nil {
-        throw SaveFailure("cannot move the unreadable \(file.path) aside, so it was not replaced")
-      }
-      return [:]
-    }
-  }
-
   /// Records that the suite in memory is the file whose stamp is `stamp` (nil: no file; call it holding the file's
   /// lock), and that the file holds `entries`, when this process wrote them. The stamp is taken before corelibs
   /// loads the file, never after: a change in between then reads as a change.
   func markSynced(at stamp: SuiteFile.Stamp?, entries: [PropertyListKey: PropertyListValue]? = nil) {
-    savedFileSize.store(Int(stamp?.size ?? 0), ordering: .relaxed)
-    state.withLock { state in
-      state.checked = stamp
-      if let entries, let stamp { state.known = (stamp, entries) }
-    }
+    recordSynced(at: stamp, entries: entries)
     // With no file, the copy is the missing file only if it is empty: a writer that takes no lock may have created
     // the file before corelibs loaded it (``open()``).
     corelibs.record(stamp == nil && !corelibs.isEmpty ? .untrusted : CorelibsDomain.Memory(loadedAt: stamp))
   }
 
-  /// Whether the file is as this process last saved or loaded it (a file event was our own save).
-  var isSynced: Bool {
-    let stamp = file.stamp()
-    return corelibs.isFile(stamp)
-  }
 
-  /// The file problems found so far (most recent last, at most 16).
-  var foundIssues: [DefaultsError] {
-    state.withLock { $0.found }
-  }
+
 }

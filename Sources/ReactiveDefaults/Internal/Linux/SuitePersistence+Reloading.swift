@@ -27,7 +27,7 @@ extension SuitePersistence {
     guard file.system.status(file.folder) != nil else {
       findings.changedElsewhere = true
       reloaded = true
-      if hasPendingWrites || !record.corelibs.reloadCopy() { perform(.scheduleSave) }
+      if hasPendingWrites || !record.loadMissingFile() { perform(.scheduleSave) }
       return
     }
     do {
@@ -55,10 +55,10 @@ extension SuitePersistence {
     let hooks = hooks
     let reloaded: (issue: DefaultsError?, reloaded: Bool)
     do {
-      reloaded = try record.reload {
-        // With no write in progress and nothing unsaved, corelibs only drops its cached copy; if it fails to,
-        // it had something to write after all: save instead.
-        hooks?.excludingWrites { !self.hasPendingWrites && self.record.corelibs.dropCopy() } ?? false
+      reloaded = try record.reload { body in
+        // With no write in progress and nothing unsaved, memory is only loaded again (corelibs drops its cached
+        // copy; if it fails to, it had something to write after all: save instead).
+        hooks?.excludingWrites { !self.hasPendingWrites && body() } ?? false
       }
     } catch {
       throw file.failure(error)

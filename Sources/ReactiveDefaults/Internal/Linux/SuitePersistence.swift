@@ -35,15 +35,13 @@ final class SuitePersistence: Sendable {
     var hooks: Hooks?
   }
 
-  private let defaults: SendableDefaults
-  let record: SuiteFileRecord
+  /// What memory is against the file: corelibs' copy of a suite, or a file store's own.
+  let record: any FileRecord
   var file: SuiteFile { record.file }
   let state = Locked(State())
-  #if os(Linux)
-    let watch = Locked<FileWatch?>(nil)
-    /// When a read last looked at the file (``followFile()``), on the monotonic clock.
-    let lastFileCheck = Atomic<UInt64>(0)
-  #endif
+  let watch = Locked<FileWatch?>(nil)
+  /// When a read last looked at the file (``followFile()``), on the monotonic clock.
+  let lastFileCheck = Atomic<UInt64>(0)
 
   /// How long after a write its coalesced save runs: well inside the promised 100 ms.
   static let saveDelay: DispatchTimeInterval = .milliseconds(50)
@@ -55,9 +53,14 @@ final class SuitePersistence: Sendable {
   /// Saves of hubs that were dropped with unsaved writes (tests wait on it).
   static let handOffs = DispatchGroup()
 
-  init(defaults: UserDefaults, domain: CorelibsDomain) {
-    self.defaults = SendableDefaults(instance: defaults)
-    record = SuiteFileRecord(file: SuiteFile(suiteName: domain.name), corelibs: domain)
+  /// The persistence of a suite's plist, whose memory is corelibs' copy (Linux).
+  convenience init(defaults: UserDefaults, domain: CorelibsDomain) {
+    self.init(record: SuiteFileRecord(file: SuiteFile(suiteName: domain.name), corelibs: domain, defaults: defaults))
+  }
+
+  /// The persistence of `record`'s file.
+  init(record: any FileRecord) {
+    self.record = record
     // Before corelibs reads the file: complete a save a crash interrupted, check the file (an unreadable one is kept
     // aside before any save could replace it; one corelibs could crash or hang on is moved away), and make corelibs'
     // copy the file, not an older copy it may hold, recording its stamp: from then on, reads compare it with the
@@ -67,9 +70,7 @@ final class SuitePersistence: Sendable {
 
   deinit {
     SaveOnExit.remove(self)
-    #if os(Linux)
-      watch.withLock { $0 }?.cancel()
-    #endif
+    watch.withLock { $0 }?.cancel()
   }
 
   /// Connects the persistence to its hub.
@@ -152,7 +153,6 @@ final class SuitePersistence: Sendable {
       // waiting with keys in its dirty list, and no write of ours meanwhile.
       let hooks = hooks
       let outcome = try record.save(
-        defaults.instance,
         takingWrites: {
           writes = state.withLock { $0.sync.saveBegan() }
           took = true
@@ -169,9 +169,9 @@ final class SuitePersistence: Sendable {
           _ = hooks?.excludingWrites(run) ?? run()
           if let failure { throw failure }
         }
-      ) {
-        let drop = { self.state.withLock { $0.sync.aloneWithNothingUnsaved } && self.record.corelibs.dropCopy() }
-        return hooks?.excludingWrites(drop) ?? drop()
+      ) { body in
+        guard let hooks else { return self.state.withLock { $0.sync.aloneWithNothingUnsaved } && body() }
+        return hooks.excludingWrites { self.state.withLock { $0.sync.aloneWithNothingUnsaved } && body() }
       }
       if let issue = outcome.issue { findings.issues.append(issue) }
       // The save merged another process's changes into memory.
@@ -234,7 +234,7 @@ final class SuitePersistence: Sendable {
     // `UserDefaults` writes of this process (a synchronize saves those).
     if hasPendingWrites {
       try save(into: &findings)
-    } else if !record.corelibs.synchronize() {
+    } else if !record.saveForeignWrites() {
       throw .saveFailed(path: file.path, reason: "Foundation could not save its copy of the suite")
     }
     do throws(SaveFailure) {

@@ -1,0 +1,209 @@
+import Foundation
+import Synchronization
+
+/// A file the library keeps memory in step with, as this process handles it (a suite's plist on Linux, a file store's
+/// file everywhere): its advisory lock (re-entrant for the thread holding it), the completion of a journal a crash
+/// left, the check of the file with its backups, the entries last saved or parsed, and the problems found, reported
+/// to every store of the file. What memory is and how a save reaches the file is the ``FileRecord`` strategy's:
+/// ``SuiteFileRecord`` (corelibs' copy of a suite) or ``PlainFileRecord`` (a file store's own dictionary).
+///
+/// (`@unchecked`: a class whose subclasses are the strategies cannot be `final`; every stored property is a `let` of
+/// a `Sendable` type.)
+class TrackedFile: @unchecked Sendable {
+  let file: SuiteFile
+
+  struct State {
+    /// The file's stamp when last checked for problems: the same file is not checked (or reported) twice.
+    var checked: SuiteFile.Stamp?
+    /// What was found so far, replayed to each store that sets an issue handler.
+    var found: [DefaultsError] = []
+    /// The keys and values of the file as this process last saved or parsed it, and the file's stamp then: a save
+    /// of a file unchanged since applies its writes to these instead of copying corelibs' whole domain (bridging
+    /// every value, under corelibs' lock, which the writers of the suite wait for; a file store reads its own memory,
+    /// but parses nothing).
+    var known: (stamp: SuiteFile.Stamp, entries: [PropertyListKey: PropertyListValue])?
+
+    /// The file's entries as last known, if the file is still as it was then.
+    func entries(at stamp: SuiteFile.Stamp?) -> [PropertyListKey: PropertyListValue]? {
+      guard let known, known.stamp == stamp else { return nil }
+      return known.entries
+    }
+  }
+
+  let state = Locked(State())
+  /// The thread holding the suite's lock through this record (0: none), so that a thread already holding it (an
+  /// ``DefaultsStore/edit(_:)`` whose body calls ``DefaultsStore/flush()``) runs on instead of waiting for itself:
+  /// `flock` locks an open file, so a second `open` of the lock file in the same process would wait forever.
+  let lockOwner = Atomic<UInt>(0)
+  /// The size of the file after the last save or reload.
+  let savedFileSize = Atomic<Int>(0)
+
+  init(file: SuiteFile) {
+    self.file = file
+  }
+
+  /// What checking the file found.
+  struct Check {
+    var issue: DefaultsError?
+    /// The domain the check read, when it read one (a save merges into it instead of reading the file again).
+    var domain: SuiteFile.Domain?
+    /// The file is not as this process last saved or loaded it: another process wrote it.
+    var changedElsewhere = false
+  }
+
+  /// Runs `body` holding the suite's lock (the `flock` of its lock file), which excludes every other process and
+  /// every other thread of this one; a thread that already holds it runs `body` at once.
+  func locked<T>(_ body: () throws(SaveFailure) -> T) throws(SaveFailure) -> T {
+    let thread = currentThreadID()
+    // Only this thread ever stores its own id: seeing it means this thread holds the lock.
+    if lockOwner.load(ordering: .acquiring) == thread { return try body() }
+    LockOrder.taking(.suiteFile)
+    defer { LockOrder.released(.suiteFile) }
+    return try file.withLock { () throws(SaveFailure) -> T in
+      lockOwner.store(thread, ordering: .releasing)
+      defer { lockOwner.store(0, ordering: .releasing) }
+      return try body()
+    }
+  }
+
+  /// Completes a save that a crash interrupted: a whole journal is the newest version of the file. Call it holding
+  /// the suite's lock; the plist's stamp then changes, so memory no longer counts as the file.
+  func recoverJournal() throws(SaveFailure) {
+    switch file.journalState() {
+    case .absent: break
+    case .whole: try file.move(file.journalPath, over: file.path)
+    // Cut short before it was complete: the plist was not touched yet.
+    case .partial: file.remove(file.journalPath)
+    }
+  }
+
+  /// Checks the file if it changed since the last check. An unreadable one is reported and kept: copied beside
+  /// the plist, or moved there when corelibs could crash or hang reading it. Call it holding the file's lock;
+  /// announce the problem once the lock is released.
+  func check(memoryIsFile: (SuiteFile.Stamp?) -> Bool) throws(SaveFailure) -> Check {
+    try recoverJournal()
+    let stamp = file.stamp()
+    let checked = state.withLock { $0.checked }
+    var result = Check(changedElsewhere: !memoryIsFile(stamp))
+    guard stamp != checked else { return result }
+    do throws(SuiteFileProblem) {
+      result.domain = try file.settledRead()
+      // Known only if no writer that takes no lock changed the file while it was read.
+      if let domain = result.domain, let stamp, file.stamp() == stamp {
+        state.withLock { $0.known = (stamp, domain.entries) }
+      }
+    } catch {
+      let backup: String?
+      if case .notAFile(let kind) = error, kind != SuiteFileProblem.folder {
+        // A FIFO, socket or device holds no settings, and corelibs would block forever opening it: moved away.
+        backup = file.moveAside()
+      } else if error.isLeftAlone || error == .empty {
+        backup = nil
+      } else if error.endangersReaders {
+        backup = file.moveAside()
+      } else {
+        backup = file.keepCopy()
+      }
+      result.issue = .unreadableFile(path: file.path, reason: error.reason, backup: backup)
+    }
+    let checkedStamp = file.stamp()  // after any wait for a writer to finish, or a move
+    state.withLock { state in
+      state.checked = checkedStamp
+      if let issue = result.issue { state.found = Array((state.found + [issue]).suffix(16)) }
+    }
+    return result
+  }
+
+  /// The file's entries as this process last saved or parsed it, if the file is still as it was then (its stamp is
+  /// `stamp`).
+  func knownEntries(at stamp: SuiteFile.Stamp?) -> [PropertyListKey: PropertyListValue]? {
+    state.withLock { $0.entries(at: stamp) }
+  }
+
+  /// The keys and values of the file as it is (call it holding the file's lock, after `check`): an unreadable file
+  /// (reported and backed up by the check) is moved out of the way and counts as empty, so that neither this save
+  /// nor corelibs' own reads it again.
+  func entriesOnDisk(_ check: Check) throws(SaveFailure) -> [PropertyListKey: PropertyListValue] {
+    do throws(SuiteFileProblem) {
+      if let domain = check.domain { return domain.entries }
+      return try file.settledRead()?.entries ?? [:]
+    } catch {
+      if error.isLeftAlone { throw SaveFailure("\(file.path) \(error.reason)") }
+      if file.stamp() != nil && error != .empty && file.moveAside() == nil {
+        throw SaveFailure("cannot move the unreadable \(file.path) aside, so it was not replaced")
+      }
+      return [:]
+    }
+  }
+
+  /// Records that memory is the file whose stamp is `stamp` (nil: no file), and that the file holds `entries`,
+  /// when this process wrote or parsed them (call it holding the file's lock).
+  func recordSynced(at stamp: SuiteFile.Stamp?, entries: [PropertyListKey: PropertyListValue]?) {
+    savedFileSize.store(Int(stamp?.size ?? 0), ordering: .relaxed)
+    state.withLock { state in
+      state.checked = stamp
+      if let entries, let stamp { state.known = (stamp, entries) }
+    }
+  }
+
+  /// The file problems found so far (most recent last, at most 16).
+  var foundIssues: [DefaultsError] {
+    state.withLock { $0.found }
+  }
+
+  /// Refuses to write a file the library would refuse to read (and move aside) at its next open.
+  static func checkSize(_ bytes: Data) throws(SaveFailure) {
+    guard bytes.count <= SuiteFile.maximumSize else {
+      throw SaveFailure(
+        "the domain would take \(bytes.count) bytes, more than the \(SuiteFile.maximumSize >> 20) MiB a suite file may hold"
+      )
+    }
+  }
+}
+
+/// What memory is, against the file (``TrackedFile``): the strategy where a suite store and a file store differ.
+/// ``SuitePersistence`` schedules saves and reloads the same way for both.
+protocol FileRecord: TrackedFile {
+  /// Whether memory is the file whose stamp is `stamp` (nil: no file), as this process last saved or loaded it.
+  func isFile(_ stamp: SuiteFile.Stamp?) -> Bool
+  /// The first look at the file, when the store's storage is made; the problem found.
+  func open() -> DefaultsError?
+  /// Saves the writes `takingWrites` takes (once the lock is held) into the file, merged with what another process
+  /// saved; `writtenSince` gives the writes made since. `excludingWrites` runs its body while no write of ours runs;
+  /// `whenAlone` runs its body while no write runs and nothing else is unsaved (false: it did not run).
+  func save(
+    takingWrites: () -> [PropertyListKey: PropertyListValue?],
+    writtenSince: @escaping () -> [PropertyListKey: PropertyListValue?],
+    excludingWrites: (() throws(SaveFailure) -> Void) throws(SaveFailure) -> Void,
+    whenAlone: (() -> Bool) -> Bool
+  ) throws(SaveFailure) -> SaveOutcome
+  /// Makes memory the file as it is, when `whenIdle` runs its body (no write running, nothing unsaved); returns the
+  /// problem found and whether it did (else the caller saves, which merges the file too).
+  func reload(whenIdle: (() -> Bool) -> Bool) throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool)
+  /// Writes `changes` into the file in one atomic replacement, keeping its other keys, and makes memory that file
+  /// (call it with nothing unsaved and no write running).
+  func merge(_ changes: [(key: PropertyListKey, value: PropertyListValue?)]) throws(SaveFailure) -> DefaultsError?
+  /// Makes memory the missing file (the folder is gone), when nothing is unsaved; false when it could not.
+  func loadMissingFile() -> Bool
+  /// Saves what memory holds that the library did not write (plain `UserDefaults` writes), before a merge.
+  func saveForeignWrites() -> Bool
+}
+
+extension FileRecord {
+  /// ``TrackedFile/check(memoryIsFile:)`` against this memory.
+  func check() throws(SaveFailure) -> Check {
+    try check(memoryIsFile: isFile)
+  }
+
+  /// Whether the file is as this process last saved or loaded it (a file event was our own save).
+  var isSynced: Bool {
+    isFile(file.stamp())
+  }
+}
+
+/// What a save did besides saving.
+struct SaveOutcome {
+  var issue: DefaultsError?
+  /// The save merged another process's changes: observers must hear of them.
+  var changedElsewhere = false
+}
