@@ -105,6 +105,4 @@ final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
     corelibs.record(stamp == nil && !corelibs.isEmpty ? .untrusted : CorelibsDomain.Memory(loadedAt: stamp))
   }
 
-
-
 }
