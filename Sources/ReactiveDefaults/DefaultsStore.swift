@@ -18,15 +18,16 @@ public final class DefaultsStore: Sendable {
 
   /// The `UserDefaults` instance this store reads and writes.
   ///
-  /// An in-memory store (``inMemory(_:)``) has none: this is then an instance of an unused suite that the store
-  /// never reads or writes.
+  /// An in-memory store (``inMemory(_:)``) and a file store (``init(fileURL:)``) have none: this is then an instance
+  /// of an unused suite that the store never reads or writes.
   public var userDefaults: UserDefaults { hub.storage.userDefaults ?? Self.detachedDefaults.instance }
 
   private static let detachedDefaults = SendableDefaults(
     instance: UserDefaults(suiteName: "ReactiveDefaults.inMemory")!)
 
   /// The suite's name: the one given to ``init(suiteName:)``, or the suite of the instance given to ``init(_:)``
-  /// when Foundation lets the library tell it (on Linux). `nil` for the standard suite and in-memory stores.
+  /// when Foundation lets the library tell it (on Linux). `nil` for the standard suite, in-memory stores and file
+  /// stores.
   public var suiteName: String? { hub.suiteName }
 
   let hub: ChangeHub
@@ -40,6 +41,34 @@ public final class DefaultsStore: Sendable {
   public init?(suiteName: String) {
     guard Self.isValidSuiteName(suiteName), let hub = HubRegistry.hub(suiteName: suiteName) else { return nil }
     self.hub = hub
+    listenForFileIssues()
+  }
+
+  /// Creates a store over a property-list file at any path, with no `UserDefaults` in the way; `nil` for a URL that
+  /// is not a file URL, or names a folder.
+  ///
+  /// The store has every behaviour of a suite store (typed keys, observers, streams, ``DefaultsProperty/bind(to:)``,
+  /// ``edit(_:)``, migrations, ``flush()`` and ``save()``), and keeps its values in memory of its own: a read is a
+  /// dictionary lookup, and a save replaces the file atomically (a new file beside it, flushed, renamed over it), under
+  /// an advisory lock on `<file>.lock`, merged with what other processes saved meanwhile. Other processes' saves
+  /// reach reads and observers as they do for a suite. The file is an XML property list, as a suite's plist: other
+  /// tools read it. It is not created until something is written; its folder is created then if missing.
+  ///
+  /// ```swift
+  /// let url = URL(fileURLWithPath: "settings.plist")
+  /// let settings = DefaultsStore(fileURL: url)!
+  /// settings[.volume] = 0.8
+  /// ```
+  ///
+  /// Two stores over one file in a process share their observers, however the path is spelled (`..`, symbolic links
+  /// in the folder path).
+  ///
+  /// - Parameter fileURL: The file's URL.
+  public init?(fileURL: URL) {
+    guard fileURL.isFileURL, !fileURL.hasDirectoryPath, !fileURL.path.isEmpty else { return nil }
+    let name = fileURL.lastPathComponent
+    guard name != "/", name != ".", name != ".." else { return nil }
+    self.hub = HubRegistry.hub(fileAt: fileURL.path)
     listenForFileIssues()
   }
 

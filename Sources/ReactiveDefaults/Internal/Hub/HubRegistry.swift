@@ -12,6 +12,8 @@ enum HubRegistry {
     /// By exact characters, as CoreFoundation names a domain (and the file system its file): two names that differ
     /// only by Unicode normalization are two suites.
     case suite(PropertyListKey)
+    /// A file store's file, by its one spelling (``SuiteFile/canonicalPath(_:)``), exactly.
+    case file(PropertyListKey)
     case instance(ObjectIdentifier)
     /// A hub found by no lookup, listed only so that other hubs' writes reach it (``didWrite(_:through:)``).
     case unlisted(ObjectIdentifier)
@@ -32,6 +34,18 @@ enum HubRegistry {
     let candidate = ChangeHub(
       storage: UserDefaultsStorage(defaults, domain: (suiteName, false)), suiteName: suiteName, suiteIsKnown: true)
     return insert(candidate, keys: [.suite(PropertyListKey(suiteName)), .instance(ObjectIdentifier(defaults))])
+  }
+
+  /// The hub of a file store's file at `path` (absolute), made on first use: two stores over one file, however its
+  /// path is spelled, share it.
+  static func hub(fileAt path: String) -> ChangeHub {
+    let canonical = SuiteFile.canonicalPath(path)
+    if let hub = lookUp([.file(PropertyListKey(canonical))]) { return hub }
+    let url = URL(fileURLWithPath: canonical)
+    let file = SuiteFile(
+      folder: url.deletingLastPathComponent().path, fileName: url.lastPathComponent, system: .posix)
+    let candidate = ChangeHub(storage: FileStorage(file: file), suiteName: nil, suiteIsKnown: true)
+    return insert(candidate, keys: [.file(PropertyListKey(canonical))])
   }
 
   /// The hub of an existing `UserDefaults` instance: the hub of its suite when the suite can be told, else one of

@@ -54,28 +54,7 @@ final class CorelibsDomain: Sendable {
   private static let instances = Locked<[Key: WeakDomain]>([:])
 
   /// What corelibs' copy of the domain is.
-  enum Memory: Equatable, Sendable {
-    /// Unknown, or known to miss something: the next reload or edit must reload.
-    case untrusted
-    /// The file as it was missing: no file, loaded as an empty domain.
-    case absent
-    /// The file at this stamp, as this process last saved or loaded it.
-    case loaded(SuiteFile.Stamp)
-
-    /// The copy a load made of the file whose stamp (taken before the load) was `stamp`; nil: no file.
-    init(loadedAt stamp: SuiteFile.Stamp?) {
-      self = stamp.map(Memory.loaded) ?? .absent
-    }
-
-    /// Whether memory is the file whose stamp is `stamp` (nil: no file).
-    func isFile(_ stamp: SuiteFile.Stamp?) -> Bool {
-      switch (self, stamp) {
-      case (.absent, nil): true
-      case (.loaded(let synced), let stamp?): synced == stamp
-      default: false
-      }
-    }
-  }
+  typealias Memory = MemoryOfFile
 
   /// What the copy is, as last recorded.
   var memory: Memory { copy.withLock { $0 } }

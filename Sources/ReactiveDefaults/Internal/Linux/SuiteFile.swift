@@ -78,6 +78,37 @@ struct SuiteFile: Sendable {
   }
 }
 
+extension SuiteFile {
+  /// The one spelling of the file at `path` (absolute, or relative to the working directory): the folder's symbolic
+  /// links followed and `.` and `..` resolved as the system resolves them (`realpath` of the deepest folder that
+  /// exists; the folders below it, which do not exist yet, resolved as written). The file itself is not followed: a
+  /// link there is refused by the reader and never written through.
+  static func canonicalPath(_ path: String) -> String {
+    let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    var components = absolute.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+    let name = components.popLast() ?? ""
+    var missing: [String] = []
+    while true {
+      let prefix = "/" + components.joined(separator: "/")
+      if let resolved = realpath(prefix, nil) {
+        let folder = String(cString: resolved)
+        free(resolved)
+        var parts = folder.split(separator: "/").map(String.init)
+        for part in missing.reversed() {
+          switch part {
+          case ".": continue
+          case "..": _ = parts.popLast()
+          default: parts.append(part)
+          }
+        }
+        return "/" + (parts + [name]).joined(separator: "/")
+      }
+      guard let last = components.popLast() else { return absolute }
+      missing.append(last)
+    }
+  }
+}
+
 extension SuiteFile.Stamp {
   init(_ info: stat) {
     #if canImport(Darwin)

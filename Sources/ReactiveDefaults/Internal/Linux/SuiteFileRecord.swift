@@ -50,6 +50,12 @@ final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
     corelibs.synchronize()
   }
 
+  /// corelibs' cost of adding a key grows with the number of unsaved keys, and a save costs O(keys in the file):
+  /// saving every √(file size in bytes) keys (at least 256) balances the two.
+  var unsavedKeysBeforeSave: Int {
+    max(SuitePersistence.minimumUnsavedKeysBeforeSave, Int(Double(savedFileSize.load(ordering: .relaxed)).squareRoot()))
+  }
+
   /// The first look at the file, before corelibs reads it: completes a journal a crash left, checks the file, and
   /// makes corelibs' copy the file (``CorelibsDomain/reloadCopy()``: corelibs may hold an older copy from an earlier
   /// store of the suite, or from a plain `UserDefaults`), holding the suite's lock. An XML file whose frame is whole

@@ -27,7 +27,8 @@ extension SuitePersistence {
     guard file.system.status(file.folder) != nil else {
       findings.changedElsewhere = true
       reloaded = true
-      if hasPendingWrites || !record.loadMissingFile() { perform(.scheduleSave) }
+      let loaded = { !self.hasPendingWrites && self.record.loadMissingFile() }
+      if !(hooks?.excludingWrites(loaded) ?? loaded()) { perform(.scheduleSave) }
       return
     }
     do {

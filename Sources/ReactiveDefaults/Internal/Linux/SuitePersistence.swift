@@ -45,9 +45,8 @@ final class SuitePersistence: Sendable {
 
   /// How long after a write its coalesced save runs: well inside the promised 100 ms.
   static let saveDelay: DispatchTimeInterval = .milliseconds(50)
-  /// Distinct keys written since the last save that trigger a save at once: corelibs' cost of adding a key grows
-  /// with the number of unsaved keys, and a save costs O(keys in the file). Saving every √(file size in bytes)
-  /// keys (at least 256) balances the two.
+  /// Distinct keys written since the last save that trigger a save at once, at least, in a suite
+  /// (``SuiteFileRecord/unsavedKeysBeforeSave``).
   static let minimumUnsavedKeysBeforeSave = 256
 
   /// Saves of hubs that were dropped with unsaved writes (tests wait on it).
@@ -88,8 +87,7 @@ final class SuitePersistence: Sendable {
   /// Records a write of `key`, which stored `value` (called inside the write); returns what to do about saving,
   /// after the write.
   func wrote(_ key: String, _ value: PropertyListValue?) -> WriteAction {
-    let maximum = max(
-      Self.minimumUnsavedKeysBeforeSave, Int(Double(record.savedFileSize.load(ordering: .relaxed)).squareRoot()))
+    let maximum = record.unsavedKeysBeforeSave
     return state.withLock { $0.sync.wrote(PropertyListKey(key), value, saveAfter: maximum) }
   }
 

@@ -1,0 +1,47 @@
+import Foundation
+
+/// A property-list file at a path the app chooses: the storage of ``DefaultsStore/init(fileURL:)``. Memory is its own
+/// (``FileMemory``); the file is saved, locked, checked and reloaded by a ``SuitePersistence`` over a
+/// ``PlainFileRecord``, as a suite's plist is on Linux, on every platform.
+final class FileStorage: DefaultsStorage {
+  private let memory: FileMemory
+  let persistence: SuitePersistence?
+
+  /// - Parameter file: The file (its folder already in the one spelling ``SuiteFile/canonicalPath(_:)`` gives).
+  init(file: SuiteFile) {
+    let memory = FileMemory()
+    self.memory = memory
+    // The persistence's init opens the file: completes a journal a crash left, checks the file, loads it.
+    persistence = SuitePersistence(record: PlainFileRecord(file: file, memory: memory))
+  }
+
+  func object(forKey key: String) -> Any? {
+    memory.value(forKey: PropertyListKey(key))?.foundationObject
+  }
+
+  func value(forKey key: String) -> PropertyListValue? {
+    memory.value(forKey: PropertyListKey(key))
+  }
+
+  func apply(_ write: StorageWrite, forKey key: String) -> PropertyListValue? {
+    let stored = write.storedValue
+    memory.set(stored, forKey: PropertyListKey(key))
+    return stored
+  }
+
+  func snapshot() -> [PropertyListKey: PropertyListValue] {
+    memory.entries
+  }
+
+  /// Nothing but the library writes memory: other processes' saves arrive through the persistence's reloads.
+  func observeExternalChanges(_ handler: @escaping @Sendable () -> Void) {}
+
+  func observeKeyChanges(_ handler: @escaping @Sendable (String) -> Void) {}
+
+  func keyObservation(_ key: String, changedBy delta: Int) {}
+
+  var userDefaults: UserDefaults? { nil }
+
+  /// A file has no platform limit but the reader's (``SuiteFile/maximumSize``), which a save enforces.
+  var sizeLimit: DomainSizeBudget.Limit? { nil }
+}

@@ -1,0 +1,235 @@
+import Foundation
+import TestSupport
+import Testing
+
+@_spi(Tools) @testable import ReactiveDefaults
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// A fresh folder for one test's files (removed at the end of the test by the caller).
+private func makeFolder(_ function: String = #function) -> URL {
+  let label = function.prefix { $0.isLetter || $0.isNumber }
+  let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
+    "ReactiveDefaultsTests.\(label).\(UUID().uuidString)")
+  try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+  return url
+}
+
+/// A file store over `url`, with its issues recorded.
+private func makeFileStore(_ url: URL) throws -> (DefaultsStore, Recorder<DefaultsError>) {
+  let store = try #require(DefaultsStore(fileURL: url))
+  let issues = Recorder<DefaultsError>()
+  store.issueHandler = { issues.append($0) }
+  return (store, issues)
+}
+
+/// What another process's save leaves: the file replaced atomically with `entries`.
+private func replaceFromOutside(_ url: URL, with entries: [String: Any]) throws {
+  let data = try PropertyListSerialization.data(fromPropertyList: entries, format: .xml, options: 0)
+  let temporary = url.deletingLastPathComponent().appendingPathComponent(".outside-\(UUID().uuidString)")
+  try data.write(to: temporary)
+  #expect(rename(temporary.path, url.path) == 0)
+}
+
+private func fileEntries(_ url: URL) throws -> [String: Any]? {
+  guard let data = FileManager.default.contents(atPath: url.path) else { return nil }
+  return try PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any]
+}
+
+private let count = DefaultsKey<Int>("count", default: 0)
+private let name = DefaultsKey<String>("name", default: "")
+
+@Suite struct FileStoreTests {
+  @Test func urlsThatAreNotFilesAreRefused() throws {
+    #expect(DefaultsStore(fileURL: try #require(URL(string: "https://example.com/settings.plist"))) == nil)
+    #expect(DefaultsStore(fileURL: URL(fileURLWithPath: "/tmp/", isDirectory: true)) == nil)
+    #expect(DefaultsStore(fileURL: URL(fileURLWithPath: "/")) == nil)
+  }
+
+  /// Nothing is created by opening, reading or saving nothing; the first save of a write creates the folder (and
+  /// every missing folder above it) and the file, an XML property list others read.
+  @Test func theFileAndItsFolderAppearWithTheFirstWrite() async throws {
+    let folder = makeFolder()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let url = folder.appendingPathComponent("a/b/settings.plist")
+    let (store, issues) = try makeFileStore(url)
+    #expect(store[count] == 0)
+    try await offThePool { try store.save() }
+    #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("a").path))
+    store[count] = 3
+    store[name] = "café"
+    store[DefaultsKey<Date>("when", default: .distantPast)] = Date(timeIntervalSinceReferenceDate: 1)
+    store[DefaultsKey<Data>("blob", default: Data())] = Data([1, 2, 3])
+    try await offThePool { try store.save() }
+    let bytes = try #require(FileManager.default.contents(atPath: url.path))
+    #expect(String(decoding: bytes.prefix(5), as: UTF8.self) == "<?xml")
+    let entries = try #require(try fileEntries(url))
+    #expect(entries["count"] as? Int == 3)
+    #expect(entries["name"] as? String == "café")
+    #expect(entries["when"] as? Date == Date(timeIntervalSinceReferenceDate: 1))
+    #expect(entries["blob"] as? Data == Data([1, 2, 3]))
+    #expect(store.fileURL?.path == SuiteFile.canonicalPath(url.path))
+    #expect(issues.values.isEmpty)
+  }
+
+  /// However the path is spelled (`..`, a symbolic link in the folder path, relative to the working directory is
+  /// not tested: tests share it), the stores share one hub, so an observer of one hears writes through the other.
+  @Test func everySpellingOfTheFileSharesItsObservers() async throws {
+    let folder = makeFolder()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let real = folder.appendingPathComponent("real")
+    try FileManager.default.createDirectory(at: real, withIntermediateDirectories: true)
+    let link = folder.appendingPathComponent("link")
+    try FileManager.default.createSymbolicLink(at: link, withDestinationURL: real)
+    let first = try #require(DefaultsStore(fileURL: real.appendingPathComponent("s.plist")))
+    let viaDots = try #require(DefaultsStore(fileURL: URL(fileURLWithPath: real.path + "/../real/./s.plist")))
+    let viaLink = try #require(DefaultsStore(fileURL: link.appendingPathComponent("s.plist")))
+    // A folder below that does not exist yet, reached through the link and `..`.
+    let missing = try #require(DefaultsStore(fileURL: URL(fileURLWithPath: link.path + "/new/../s.plist")))
+    #expect(first.hub === viaDots.hub)
+    #expect(first.hub === viaLink.hub)
+    #expect(first.hub === missing.hub)
+    let seen = Recorder<Int>()
+    let token = first.observe(count) { seen.append($0) }
+    defer { token.cancel() }
+    viaLink[count] = 7
+    #expect(await seen.wait(timeout: 10) { $0.last == 7 })
+  }
+
+  /// Another process's atomic save reaches an observer (through the folder watch) and a store nobody observes (at
+  /// its next read), and a write of ours saved afterwards keeps the other process's keys.
+  @Test func anotherWritersSaveReachesReadsAndObservers() async throws {
+    let folder = makeFolder()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let url = folder.appendingPathComponent("s.plist")
+    let (store, issues) = try makeFileStore(url)
+    store[count] = 1
+    try await offThePool { try store.save() }
+    // Unobserved: the next read looks at the file.
+    try replaceFromOutside(url, with: ["count": 2, "other": "kept"])
+    #expect(await waitUntil { store[count] == 2 })
+    let seen = Recorder<Int>()
+    let token = store.observe(count) { seen.append($0) }
+    defer { token.cancel() }
+    try replaceFromOutside(url, with: ["count": 3, "other": "kept"])
+    #expect(await seen.wait(timeout: 10) { $0.last == 3 })
+    store[name] = "mine"
+    try await offThePool { try store.save() }
+    let entries = try #require(try fileEntries(url))
+    #expect(entries["other"] as? String == "kept")
+    #expect(entries["count"] as? Int == 3)
+    #expect(entries["name"] as? String == "mine")
+    #expect(issues.values.isEmpty)
+  }
+
+  /// A removal of the file from outside (`rm`) reads as the missing file: observers hear the defaults.
+  @Test func aRemovedFileReadsAsDefaults() async throws {
+    let folder = makeFolder()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let url = folder.appendingPathComponent("s.plist")
+    let (store, _) = try makeFileStore(url)
+    store[count] = 5
+    try await offThePool { try store.save() }
+    let seen = Recorder<Int>()
+    let token = store.observe(count) { seen.append($0) }
+    defer { token.cancel() }
+    #expect(unlink(url.path) == 0)
+    #expect(await seen.wait(timeout: 10) { $0.last == 0 })
+    #expect(store[count] == 0)
+  }
+
+  /// A file that is not a property list is reported, kept beside it, and replaced by the next save; the store reads
+  /// defaults meanwhile and never crashes.
+  @Test func aDamagedFileIsReportedBackedUpAndReplaced() async throws {
+    let folder = makeFolder()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let url = folder.appendingPathComponent("s.plist")
+    try Data("<?xml version=\"1.0\"?><plist><dict><key>count</key><integer>1".utf8).write(to: url)
+    let (store, issues) = try makeFileStore(url)
+    #expect(store[count] == 0)
+    guard case .unreadableFile(_, _, let backup?)? = issues.values.first else {
+      Issue.record("no backup reported: \(issues.values)")
+      return
+    }
+    #expect(FileManager.default.fileExists(atPath: backup))
+    store[count] = 2
+    try await offThePool { try store.save() }
+    #expect(try fileEntries(url)?["count"] as? Int == 2)
+    #expect(FileManager.default.fileExists(atPath: backup))
+  }
+
+  /// A save that cannot be made (the folder's place is taken by a file) throws, leaves the writes pending, and the
+  /// next save, once the way is clear, saves them.
+  @Test func aFailedSaveIsReportedAndTriedAgain() async throws {
+    let folder = makeFolder()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let blocker = folder.appendingPathComponent("sub")
+    try Data("not a folder".utf8).write(to: blocker)
+    let url = blocker.appendingPathComponent("s.plist")
+    let (store, _) = try makeFileStore(url)
+    store[count] = 4
+    await #expect(throws: DefaultsError.self) { try await offThePool { try store.save() } }
+    #expect(store[count] == 4)
+    try FileManager.default.removeItem(at: blocker)
+    try await offThePool { try store.save() }
+    #expect(try fileEntries(url)?["count"] as? Int == 4)
+  }
+
+  /// An edit is one atomic save of all its writes; removing every key leaves an empty property list (the file the
+  /// app chose stays), and keys that differ only by Unicode normalization stay two keys.
+  @Test func editsRemovalsAndExactKeys() async throws {
+    let folder = makeFolder()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let url = folder.appendingPathComponent("s.plist")
+    let (store, issues) = try makeFileStore(url)
+    try await offThePool {
+      try store.edit { transaction in
+        transaction[count] = 1
+        transaction[name] = "n"
+      }
+    }
+    #expect(try fileEntries(url)?.count == 2)
+    let composed = DefaultsKey<Int>("caf\u{E9}", default: 0)
+    let decomposed = DefaultsKey<Int>("cafe\u{301}", default: 0)
+    store[composed] = 1
+    store[decomposed] = 2
+    try await offThePool { try store.save() }
+    #expect(store[composed] == 1)
+    #expect(store[decomposed] == 2)
+    // (Read by exact keys: Foundation's `[String: Any]` would merge the two spellings.)
+    let exact = try DefaultsStore.domain(fromPropertyList: try #require(FileManager.default.contents(atPath: url.path)))
+    #expect(exact.count == 4)
+    store.removeAll()
+    try await offThePool { try store.save() }
+    #expect(try fileEntries(url)?.isEmpty == true)
+    #expect(issues.values.isEmpty)
+  }
+
+  /// Thousands of new keys and one save: every key reaches the file (the cost is the benchmark's).
+  @Test func thousandsOfNewKeysReachTheFileInOneSave() async throws {
+    let folder = makeFolder()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let url = folder.appendingPathComponent("s.plist")
+    let (store, issues) = try makeFileStore(url)
+    for index in 0..<8000 { store[DefaultsKey<Int>("k\(index)", default: -1)] = index }
+    try await offThePool { try store.save() }
+    let entries = try #require(try fileEntries(url))
+    #expect(entries.count == 8000)
+    #expect(entries["k7999"] as? Int == 7999)
+    #expect(issues.values.isEmpty)
+  }
+}
+
+/// Polls `condition` until it holds or `timeout` passes (the failure bound, not a synchronisation).
+private func waitUntil(timeout: Double = 10, _ condition: @escaping @Sendable () -> Bool) async -> Bool {
+  let deadline = Date().addingTimeInterval(timeout)
+  while Date() < deadline {
+    if condition() { return true }
+    await Task.yield()
+  }
+  return condition()
+}
