@@ -12,18 +12,25 @@ import Synchronization
 enum Commands {
   typealias Failure = RDefaults.Failure
 
+  /// Whether the command's DOMAIN is a file's path (`--file PATH`): a file store over that property list.
+  @TaskLocal static var targetIsFile = false
+
+  /// How messages name the command's DOMAIN: `domain 'NAME'`, or `file 'PATH'`.
+  static func target(_ domain: String) -> String {
+    targetIsFile ? "file '\(Formatting.escaped(domain))'" : "domain '\(domain)'"
+  }
+
+  /// The command line's DOMAIN as the commands that follow it show it (`--file PATH` for a file).
+  static func targetArgument(_ domain: String) -> String {
+    targetIsFile ? "--file \(Formatting.escaped(domain))" : domain
+  }
+
   // MARK: Domains
 
   /// Opens a domain's store. Its file was checked on opening: an unreadable file fails a command that reads it
   /// (`reading: true`), and is a warning for one that replaces it (the library keeps a backup first).
   static func openStore(_ domain: String, command: String, reading: Bool) throws -> DefaultsStore {
-    guard DefaultsStore.isValidSuiteName(domain), let store = DefaultsStore(suiteName: domain) else {
-      throw Failure(
-        message: domain.isEmpty ? "the domain name is empty." : "invalid domain name '\(Formatting.escaped(domain))'.",
-        hint: "A domain name is not empty, does not start with '.' or '-', neither starts nor ends with a space, "
-          + "and contains no '/', '..', control characters or glob characters (* ? [ ]). "
-          + "Usage: \(Help.synopsis(of: command))", code: .usage)
-    }
+    let store = try targetIsFile ? openFile(domain, command: command) : openDomain(domain, command: command)
     let issues = Mutex<[DefaultsError]>([])
     store.issueHandler = { issue in issues.withLock { $0.append(issue) } }
     for issue in issues.withLock({ $0 }) {
@@ -32,6 +39,28 @@ enum Commands {
       RDefaults.printError("Warning: \(issue)")
     }
     store.issueHandler = { issue in RDefaults.printError("Warning: \(issue)") }
+    return store
+  }
+
+  /// The store of a file given with `--file PATH` (relative to the working directory).
+  private static func openFile(_ path: String, command: String) throws -> DefaultsStore {
+    guard !path.isEmpty, !path.hasSuffix("/"), let store = DefaultsStore(fileURL: URL(fileURLWithPath: path)) else {
+      throw Failure(
+        message: path.isEmpty ? "the file path is empty." : "'\(Formatting.escaped(path))' is not a file path.",
+        hint: "--file takes the path of a property-list file, such as ./settings.plist. "
+          + "Usage: \(Help.synopsis(of: command))", code: .usage)
+    }
+    return store
+  }
+
+  private static func openDomain(_ domain: String, command: String) throws -> DefaultsStore {
+    guard DefaultsStore.isValidSuiteName(domain), let store = DefaultsStore(suiteName: domain) else {
+      throw Failure(
+        message: domain.isEmpty ? "the domain name is empty." : "invalid domain name '\(Formatting.escaped(domain))'.",
+        hint: "A domain name is not empty, does not start with '.' or '-', neither starts nor ends with a space, "
+          + "and contains no '/', '..', control characters or glob characters (* ? [ ]). "
+          + "Usage: \(Help.synopsis(of: command))", code: .usage)
+    }
     return store
   }
 
@@ -104,7 +133,10 @@ enum Commands {
 
   static func missingDomain(_ domain: String) -> Failure {
     Failure(
-      message: "domain '\(domain)' does not exist.", hint: "Run 'rdefaults domains' to list the domains.",
+      message: "\(target(domain)) does not exist.",
+      hint: targetIsFile
+        ? "A file is made by its first write: rdefaults write --file PATH KEY VALUE."
+        : "Run 'rdefaults domains' to list the domains.",
       code: .failure)
   }
 
@@ -355,11 +387,12 @@ enum Commands {
   private static func missingKey(_ key: String, domain: String) -> Failure {
     guard !key.isEmpty else {
       return Failure(
-        message: "the key name is empty.", hint: "Run 'rdefaults read \(domain)' to list its keys.", code: .usage)
+        message: "the key name is empty.", hint: "Run 'rdefaults read \(targetArgument(domain))' to list its keys.",
+        code: .usage)
     }
     return Failure(
-      message: "key '\(Formatting.escaped(key))' does not exist in domain '\(domain)'.",
-      hint: "Run 'rdefaults read \(domain)' to list its keys.", code: .failure)
+      message: "key '\(Formatting.escaped(key))' does not exist in \(target(domain)).",
+      hint: "Run 'rdefaults read \(targetArgument(domain))' to list its keys.", code: .failure)
   }
 
   // MARK: Export and import

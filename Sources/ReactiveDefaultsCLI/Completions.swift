@@ -27,8 +27,8 @@ enum Completions {
   static var bash: String {
     let domainCases = positions(.domain).joined(separator: "|")
     let fileCases = positions(.file).joined(separator: "|")
-    let optionCases = Help.commands.filter { !$0.options.isEmpty }.map { command in
-      "    \(command.name)) options=\"\(command.options.joined(separator: " "))\" ;;"
+    let optionCases = Help.commands.filter { !$0.allOptions.isEmpty }.map { command in
+      "    \(command.name)) options=\"\(command.allOptions.joined(separator: " "))\" ;;"
     }.joined(separator: "\n")
     return """
       # bash completion for rdefaults: source it, or save it as
@@ -52,6 +52,11 @@ enum Completions {
         case "$command" in
       \(optionCases)
         esac
+        if [[ ${COMP_WORDS[COMP_CWORD-1]} == --file ]]; then
+          local IFS=$'\\n'
+          COMPREPLY=($(compgen -f -- "$current"))
+          return 0
+        fi
         if [[ $current == -* ]]; then
           if [[ $command == write && $position -eq 3 ]]; then
             COMPREPLY=($(compgen -W "\(typeFlags)" -- "$current"))
@@ -99,6 +104,15 @@ enum Completions {
           help) (( position == 1 )) && _describe 'command' commands; return ;;
           --generate-completion-script) (( position == 1 )) && compadd bash zsh fish; return ;;
         esac
+        if [[ ${words[CURRENT-1]} == --file ]]; then
+          _files
+          return
+        fi
+        if [[ ${words[CURRENT]} == --* ]]; then
+          case $command in
+      \(Help.commands.filter { !$0.allOptions.isEmpty }.map { "      \($0.name)) compadd -- \($0.allOptions.joined(separator: " ")); return ;;" }.joined(separator: "\n"))
+          esac
+        fi
         if [[ $command == write && $position == 3 && ${words[CURRENT]} == -* ]]; then
           compadd -- \(typeFlags)
           return
@@ -139,6 +153,9 @@ enum Completions {
       for option in command.options {
         lines.append(
           "complete -c rdefaults -n '__fish_seen_subcommand_from \(command.name)' -l \(option.dropFirst(2))")
+      }
+      if command.takesFile {
+        lines.append("complete -c rdefaults -n '__fish_seen_subcommand_from \(command.name)' -l file -r -F")
       }
     }
     return lines.joined(separator: "\n")

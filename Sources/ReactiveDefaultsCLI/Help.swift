@@ -25,7 +25,18 @@ struct CommandSpec: Sendable {
 
   var synopsis: String { "rdefaults \(name)" + (arguments.isEmpty ? "" : " " + arguments) }
 
-  var helpPage: String { "Usage: \(synopsis)\n\n\(details)" }
+  /// Whether `--file PATH` may stand for the DOMAIN (every command whose first argument is one).
+  var takesFile: Bool { completes.first == .domain }
+
+  /// The options the completions offer: the command's own, and `--file` where it takes one.
+  var allOptions: [String] { (takesFile ? ["--file"] : []) + options }
+
+  var helpPage: String {
+    "Usage: \(synopsis)\n\n\(details)"
+      + (takesFile
+        ? "\n\n--file PATH in DOMAIN's place: the property-list file at PATH instead of a domain (a file store, as"
+          + "\nDefaultsStore(fileURL:) makes; created by its first write)." : "")
+  }
 }
 
 /// A value type of `rdefaults write`.
@@ -158,6 +169,7 @@ enum Help {
 
       Options: -h, --help (also 'rdefaults help COMMAND' and 'rdefaults COMMAND --help'), --version,
       --generate-completion-script bash|zsh|fish. '--' ends the options: what follows is taken as written.
+      --file PATH in a DOMAIN's place: a property-list file at any path (rdefaults read --file a.plist).
       Exit status: 0 success, 64 usage error, 1 failure.
       """
   }

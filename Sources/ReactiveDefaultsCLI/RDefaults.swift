@@ -104,6 +104,17 @@ public enum RDefaults {
       }
       return printOut(spec.helpPage)
     }
+    // `--file PATH` in the DOMAIN's place: the command works on that property-list file.
+    if spec.takesFile, rest.first == "--file" {
+      guard rest.count >= 2 else { throw usage("--file needs the path of a property-list file.", command: command) }
+      return try Commands.$targetIsFile.withValue(true) {
+        try run(command, [rest[1]] + rest.dropFirst(2))
+      }
+    }
+    try run(command, rest)
+  }
+
+  private static func run(_ command: String, _ rest: [String]) throws {
     switch command {
     case "domains": try Commands.domains(rest)
     case "read": try Commands.read(rest)

@@ -43,6 +43,7 @@ final class FileMemory: Sendable {
 /// the writes applied to the file's entries (as this process last saved or parsed them; read with the strict reader
 /// when another process changed the file), written to `<file>.journal`, flushed, renamed over the file, the folder
 /// flushed. No reader ever finds the file cut, and a save costs O(keys in the file) whatever the number of writes.
+/// A save that leaves no key removes the file, as corelibs does a suite's.
 final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
   let memory: FileMemory
 
@@ -107,8 +108,9 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
       var entries = try knownOrOnDisk(check, at: stamp)
       for (key, value) in writes { entries[key] = value }
       let saved: MemoryOfFile
-      if stamp == nil && entries.isEmpty {
-        // No file, and nothing to keep: none is made.
+      if entries.isEmpty {
+        // Nothing to keep: no file, as corelibs saves an empty domain (a removal, atomic as a rename is).
+        if stamp != nil { file.remove(file.path) }
         saved = .absent
       } else {
         let bytes = SuiteFile.encode(entries)
