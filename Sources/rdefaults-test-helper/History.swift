@@ -97,6 +97,41 @@ func runProgram(_ path: String, _ arguments: [String], environment: [String: Str
 // MARK: The worker
 
 /// One worker process: runs its operations, logging each, then waits for the driver's `settle` line.
+/// Whether the histories run over file stores (`check --file-stores`, passed to the workers as
+/// `HISTORY_FILE_STORES=1`): each suite `sN` is then the file store over `sN.plist` in the same folder, the tools
+/// address it with `--file`, and the plain writer is another program that replaces its file without the lock.
+let historyUsesFileStores = ProcessInfo.processInfo.environment["HISTORY_FILE_STORES"] == "1"
+
+/// The store of a history's suite: by suite name, or the file store of `<name>.plist` in `folder`.
+func historyStore(_ name: String, folder: String) -> DefaultsStore? {
+  historyUsesFileStores
+    ? DefaultsStore(fileURL: URL(fileURLWithPath: folder + "/\(name).plist")) : DefaultsStore(suiteName: name)
+}
+
+/// How `rdefaults` names a history's suite: its name, or `--file PATH`.
+func toolTarget(_ name: String, folder: String) -> [String] {
+  historyUsesFileStores ? ["--file", folder + "/\(name).plist"] : [name]
+}
+
+/// Sets `key` in the property list at `path` as a program that takes no lock does: read, change, write a new file,
+/// rename it over the old one.
+func replaceWithoutLock(_ path: String, key: String, value: Int) -> Bool {
+  var root: [String: Any] = [:]
+  if let bytes = FileManager.default.contents(atPath: path) {
+    guard let read = try? PropertyListSerialization.propertyList(from: bytes, format: nil) as? [String: Any] else {
+      return false
+    }
+    root = read
+  }
+  root[key] = value
+  guard let bytes = try? PropertyListSerialization.data(fromPropertyList: root, format: .xml, options: 0) else {
+    return false
+  }
+  let temporary = path + ".plain-\(getpid())"
+  guard FileManager.default.createFile(atPath: temporary, contents: bytes) else { return false }
+  return rename(temporary, path) == 0
+}
+
 func runWorker(planPath: String, index: Int) -> Never {
   guard let data = FileManager.default.contents(atPath: planPath),
     let plan = try? JSONDecoder().decode(HistoryPlan.self, from: data)
@@ -122,7 +157,7 @@ func runWorker(planPath: String, index: Int) -> Never {
   }
   func key(_ name: String) -> DefaultsKey<Int> { DefaultsKey(name, default: -1) }
   func open(_ suite: String) -> DefaultsStore {
-    let store = DefaultsStore(suiteName: HistoryPlan.suiteName(suite))!
+    let store = historyStore(HistoryPlan.suiteName(suite), folder: folder)!
     store.issueHandler = { issue in
       log.log(HistoryEvent(event: "issue", worker: index, suite: suite, time: monotonicNow(), message: "\(issue)"))
     }
@@ -231,17 +266,28 @@ func runWorker(planPath: String, index: Int) -> Never {
     case "toolwrite":
       ok =
         runProgram(
-          helperFolder.appendingPathComponent("rdefaults").path, ["write", name, keys[0], "-int", "\(values[0])"]) == 0
+          helperFolder.appendingPathComponent("rdefaults").path,
+          ["write"] + toolTarget(name, folder: folder) + [keys[0], "-int", "\(values[0])"]) == 0
     case "tooldelete":
-      ok = runProgram(helperFolder.appendingPathComponent("rdefaults").path, ["delete", name]) == 0
+      ok =
+        runProgram(helperFolder.appendingPathComponent("rdefaults").path, ["delete"] + toolTarget(name, folder: folder))
+        == 0
     case "toolimport":
       let input = folder + "/import-\(index)-\(position).plist"
       let entries = Dictionary(uniqueKeysWithValues: zip(keys, values.map { NSNumber(value: $0) }))
       let bytes = try? PropertyListSerialization.data(fromPropertyList: entries, format: .xml, options: 0)
       ok = FileManager.default.createFile(atPath: input, contents: bytes)
-      ok = ok && runProgram(helperFolder.appendingPathComponent("rdefaults").path, ["import", name, input]) == 0
+      ok =
+        ok
+        && runProgram(
+          helperFolder.appendingPathComponent("rdefaults").path, ["import"] + toolTarget(name, folder: folder) + [input]
+        )
+          == 0
       unlink(input)
     case "unlink": ok = unlink(folder + "/\(name).plist") == 0 || errno == ENOENT
+    case "plain" where historyUsesFileStores:
+      // Another program that rewrites the file without the lock (it alone writes it): a whole new file, renamed.
+      ok = replaceWithoutLock(folder + "/plain.plist", key: keys[0], value: values[0])
     case "plain":
       let defaults = UserDefaults(suiteName: "plain")!
       defaults.set(values[0], forKey: keys[0])
@@ -543,7 +589,8 @@ func shrink(_ plan: HistoryPlan, bound: UInt64, budget: Int) -> HistoryPlan {
   return current
 }
 
-/// `check [--seeds A,B,…] [--histories N] [--seconds S] [--first-seed N] [--bound-ms M]`: runs the listed seeds, then
+/// `check [--seeds A,B,…] [--histories N] [--seconds S] [--first-seed N] [--bound-ms M] [--file-stores]`: runs the
+/// listed seeds (over file stores with `--file-stores`), then
 /// random ones until N histories or S seconds; prints a line per failure (seed, anomalies, a shrunk plan) and a
 /// summary; exits 1 on any anomaly.
 func runChecker(_ arguments: [String]) -> Never {
@@ -561,6 +608,11 @@ func runChecker(_ arguments: [String]) -> Never {
     case "--seconds": seconds = Double(value) ?? 0
     case "--bound-ms": boundMilliseconds = Double(value) ?? boundMilliseconds
     case "--first-seed": firstSeed = UInt64(value) ?? firstSeed
+    case "--file-stores":
+      // Read by every process of the run: the workers, the tools' targets, the final counts.
+      setenv("HISTORY_FILE_STORES", "1", 1)
+      index += 1
+      continue
     default:
       FileHandle.standardError.write(Data("unknown option \(arguments[index])\n".utf8))
       exit(64)

@@ -160,8 +160,9 @@ case (2, "group"):
 case (3, "group-of"):
   exit(Int32(arguments[2]) == getpgrp() ? 0 : 1)
 case (3, "count"):
-  guard let store = DefaultsStore(suiteName: arguments[2]) else { exit(64) }
-  say("\(store.userDefaults.persistentDomain(forName: arguments[2])?.count ?? 0)")
+  guard let store = historyStore(arguments[2], folder: ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"] ?? "")
+  else { exit(64) }
+  say("\(store.keys.count)")
   exit(0)
 #if os(Linux)
   case (3, "fsize"):

@@ -164,4 +164,18 @@ private let checker = HistoryChecker(boundNanoseconds: 50_000_000)  // 50 ms
     #expect(output.contains("\(Self.seeds.count) histories"), "\(output)")
     #expect(output.contains("\(Self.seeds.count) passed, 0 failed"), "\(output)")
   }
+
+  /// The same contract over file stores (``DefaultsStore/init(fileURL:)``): the suites are files, the tools address
+  /// them with `--file`, and the plain writer is a program that replaces its file without the lock.
+  @Test func historiesOverFileStoresKeepTheContract() async throws {
+    let seeds = Self.seeds.prefix(12).map(String.init).joined(separator: ",")
+    let checker = try RunningTool(
+      ["check", "--file-stores", "--seeds", seeds, "--bound-ms", "1000"], config: makeConfigFolder(),
+      tool: "rdefaults-test-helper")
+    #expect(await checker.lines.wait(timeout: 600) { $0.contains { $0.contains(" histories (") } })
+    let output = checker.lines.lines.joined(separator: "\n")
+    let count = Self.seeds.prefix(12).count
+    #expect(output.contains("\(count) histories"), "\(output)")
+    #expect(output.contains("\(count) passed, 0 failed"), "\(output)")
+  }
 }
