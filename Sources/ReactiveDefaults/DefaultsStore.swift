@@ -200,7 +200,13 @@ public final class DefaultsStore: Sendable {
   /// - Parameter key: The key.
   public subscript<Value>(key: DefaultsKey<Value>) -> Value {
     get {
-      switch decode(stored(for: key), for: key) {
+      let object = stored(for: key)
+      // The common case, and the hot path, without the `Result` of `decode` (whose generic type is looked up at
+      // each call): storage hands back a value of exactly the key's type.
+      if let object, ObjectIdentifier(type(of: object)) == ObjectIdentifier(Value.self), let value = object as? Value {
+        return value
+      }
+      switch decode(object, for: key) {
       case .success(let value): return value
       case .failure(let issue):
         report(issue)
@@ -414,9 +420,7 @@ public final class DefaultsStore: Sendable {
 
   private func stored<Value>(for key: DefaultsKey<Value>) -> Any? {
     guard !key.name.isEmpty else { return nil }
-    // Reads follow the file: a suite nobody watches looks at its file now and then (called outside every lock).
-    hub.persistence?.followFile()
-    return hub.storage.object(forKey: key.name)
+    return hub.object(forKey: key.name)
   }
 
   /// Decodes what storage returned for a key; the failure says why the default applies.

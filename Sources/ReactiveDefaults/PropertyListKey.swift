@@ -27,7 +27,15 @@ public struct PropertyListKey: Sendable, Hashable, Comparable, ExpressibleByStri
 
   /// Equal when the Unicode scalars are: UTF-8 bytes are equal exactly when the scalars are.
   public static func == (lhs: Self, rhs: Self) -> Bool {
-    lhs.string.utf8.elementsEqual(rhs.string.utf8)
+    // Both texts' bytes in memory (native and small strings, the usual case): one comparison of the bytes.
+    let compared: Bool?? = lhs.string.utf8.withContiguousStorageIfAvailable { left in
+      rhs.string.utf8.withContiguousStorageIfAvailable { right in
+        left.count == right.count
+          && (left.isEmpty || left.elementsEqual(right))
+      }
+    }
+    if let compared = compared ?? nil { return compared }
+    return lhs.string.utf8.elementsEqual(rhs.string.utf8)
   }
 
   /// Hashes the UTF-8 bytes, which `==` compares.

@@ -11,9 +11,10 @@ import Synchronization
 enum CrossProcess {
   static let key = DefaultsKey<Int>("value", default: 0)
 
-  /// The child: writes each number read from stdin, saves, and answers with the time the save finished.
-  static func runChild(suite: String) -> Never {
-    let store = DefaultsStore(suiteName: suite)!
+  /// The child: writes each number read from stdin, saves, and answers with the time the save finished (`file`: the
+  /// target is a file store's path).
+  static func runChild(suite: String, file: Bool = false) -> Never {
+    let store = file ? DefaultsStore(fileURL: URL(fileURLWithPath: suite))! : DefaultsStore(suiteName: suite)!
     while let line = readLine() {
       guard let value = Int(line) else { break }
       store[key] = value
@@ -25,10 +26,12 @@ enum CrossProcess {
 
   /// Latencies in milliseconds: until the observer callback here (`observed`), or until a store with no observer,
   /// read in a tight loop on a thread of its own, first returns the new value.
-  static func measure(samples: Int, observed: Bool = true) throws -> [Double] {
-    let suite = scratchSuite(observed ? "cross-process" : "cross-process-unobserved")
-    defer { cleanUp(suite) }
-    let store = DefaultsStore(suiteName: suite)!
+  /// With `fileStore`, the child saves a file store, and the store here is one over the same file.
+  static func measure(samples: Int, observed: Bool = true, fileStore: Bool = false) throws -> [Double] {
+    let suite =
+      fileStore ? scratchFile("cross-process") : scratchSuite(observed ? "cross-process" : "cross-process-unobserved")
+    defer { fileStore ? cleanUpFile(suite) : cleanUp(suite) }
+    let store = fileStore ? DefaultsStore(fileURL: URL(fileURLWithPath: suite))! : DefaultsStore(suiteName: suite)!
     let arrivals = Mutex<[Int: UInt64]>([:])
     let arrived = DispatchSemaphore(value: 0)
     let reading = Atomic<Bool>(true)
@@ -60,7 +63,7 @@ enum CrossProcess {
 
     let child = Process()
     child.executableURL = URL(fileURLWithPath: try executablePath())
-    child.arguments = ["--child", suite]
+    child.arguments = [fileStore ? "--file-child" : "--child", suite]
     let input = Pipe()
     let output = Pipe()
     child.standardInput = input

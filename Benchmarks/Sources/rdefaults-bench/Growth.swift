@@ -141,12 +141,33 @@ enum TornReads {
     exit(0)
   }
 
-  /// A reader process counts torn files while this process saves a 10,000-key suite 50 times, with the store
-  /// (`write` then `flush()`) or with plain `UserDefaults` (`set` then `synchronize()`).
-  static func measure(ours: Bool) throws -> (reads: Int, torn: Int) {
-    let suite = Growth.prepareSuite(keys: 10_000)
-    defer { cleanUp(suite) }
-    let path = preferencesFolder() + "/\(suite).plist"
+  /// What saves the file while the reader reads it.
+  enum Writer {
+    /// A suite store: `write` then `flush()`.
+    case suiteStore
+    /// Plain `UserDefaults`: `set` then `synchronize()`.
+    case plain
+    /// A file store over a file of its own: `write` then `flush()`.
+    case fileStore
+  }
+
+  /// A reader process counts torn files while this process saves a 10,000-key file 50 times.
+  static func measure(_ writer: Writer) throws -> (reads: Int, torn: Int) {
+    let suite: String
+    let path: String
+    var fileStore: DefaultsStore?
+    if writer == .fileStore {
+      path = scratchFile("torn")
+      let store = DefaultsStore(fileURL: URL(fileURLWithPath: path))!
+      for index in 0..<10_000 { store[DefaultsKey<Int>("k\(index)", default: 0)] = index }
+      store.flush()
+      fileStore = store
+      suite = ""
+    } else {
+      suite = Growth.prepareSuite(keys: 10_000)
+      path = preferencesFolder() + "/\(suite).plist"
+    }
+    defer { writer == .fileStore ? cleanUpFile(path) : cleanUp(suite) }
     let reader = Process()
     reader.executableURL = URL(fileURLWithPath: try executablePath())
     reader.arguments = ["--torn-reader", path]
@@ -154,8 +175,8 @@ enum TornReads {
     reader.standardOutput = output
     try reader.run()
     let key = DefaultsKey<Int>("k0", default: 0)
-    let store = ours ? DefaultsStore(suiteName: suite)! : nil
-    let plain = UserDefaults(suiteName: suite)!
+    let store = writer == .suiteStore ? DefaultsStore(suiteName: suite)! : fileStore
+    let plain = UserDefaults(suiteName: writer == .fileStore ? scratchSuite("unused") : suite)!
     for save in 1...50 {
       if let store {
         store[key] = -save

@@ -99,3 +99,14 @@ func cleanUp(_ suite: String) {
     try? FileManager.default.removeItem(atPath: preferencesFolder() + "/\(suite).plist" + suffix)
   }
 }
+
+/// A fresh file store path in a scratch folder of the preferences folder, removed (with its lock file) by
+/// `cleanUpFile`.
+func scratchFile(_ label: String) -> String {
+  preferencesFolder() + "/rdefaults-bench-files/\(label).\(ProcessInfo.processInfo.processIdentifier)."
+    + "\(UUID().uuidString.prefix(8)).plist"
+}
+
+func cleanUpFile(_ path: String) {
+  for suffix in ["", ".lock", ".journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+}

@@ -5,6 +5,7 @@ import Foundation
 var settings = Settings()
 var arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "--child", arguments.count == 2 { CrossProcess.runChild(suite: arguments[1]) }
+if arguments.first == "--file-child", arguments.count == 2 { CrossProcess.runChild(suite: arguments[1], file: true) }
 if arguments.first == "--cold-open", arguments.count == 3 { Growth.runColdOpenChild(arguments[1], suite: arguments[2]) }
 if arguments.first == "--torn-reader", arguments.count == 2 { TornReads.runReader(path: arguments[1]) }
 while let argument = arguments.first {
@@ -90,13 +91,29 @@ func run(_ settings: Settings) throws {
   rows.append(("bytes_per_observer", String(format: "%.0f", memory.bytes), "≤ 512", "\(memory.observers) observers"))
   // A floor, decided with corelibs in the path (its ceiling there is about 10×): see Benchmarks/README.md.
   row("bulk_new_keys_speedup_8000", Scenarios.bulkNewKeys(settings), target: "≥ 4.5")
-  for (name, ours) in [("torn_reads_ours", true), ("torn_reads_plain", false)] {
-    let counted = try TornReads.measure(ours: ours)
+  for (name, writer) in [("torn_reads_ours", TornReads.Writer.suiteStore), ("torn_reads_plain", .plain)] {
+    let counted = try TornReads.measure(writer)
     fields[name] = Double(counted.torn)
     // A reader that takes no lock: measured and reported, no target (readers using the library see no torn file:
     // tested, not measured here).
     rows.append((name, "\(counted.torn)", "-", "of \(counted.reads) reads during 50 saves"))
   }
+
+  // The file store (`DefaultsStore(fileURL:)`), against raw corelibs in the same run.
+  row("file_store_bulk_new_keys_speedup_8000", FileStores.bulkNewKeys(settings), target: "≥ 100")
+  row("file_store_read_ratio", FileStores.read(settings), target: "≤ 0.1")
+  row("file_store_write_ratio", FileStores.write(settings), target: "≤ 0.2")
+  row("file_store_write_growth_10000", FileStores.writeGrowth(settings), target: "≤ 1.2")
+  let fileTorn = try TornReads.measure(.fileStore)
+  fields["file_store_torn_reads"] = Double(fileTorn.torn)
+  rows.append(("file_store_torn_reads", "\(fileTorn.torn)", "0", "of \(fileTorn.reads) reads during 50 saves"))
+  let fileLatencies = try CrossProcess.measure(samples: settings.quick ? 100 : 300, fileStore: true)
+  fields["file_store_cross_process_p99_ms"] = percentile(fileLatencies, 0.99)
+  rows.append(
+    (
+      "file_store_cross_process_p99_ms", String(format: "%.2f", percentile(fileLatencies, 0.99)), "≤ 1",
+      "p50 \(String(format: "%.2f", percentile(fileLatencies, 0.5))) ms, \(fileLatencies.count) samples"
+    ))
 
   let width = rows.map(\.0.count).max() ?? 20
   print(

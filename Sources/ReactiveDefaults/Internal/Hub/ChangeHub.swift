@@ -34,13 +34,14 @@ final class ChangeHub: Sendable {
 
   init(storage: any DefaultsStorage, suiteName: String?, suiteIsKnown: Bool) {
     self.storage = storage
+    persistence = storage.persistence
     self.suiteName = suiteName
     self.suiteIsKnown = suiteIsKnown
     sizeBudget = storage.sizeLimit.map(DomainSizeBudget.init)
     if !suiteIsKnown { HubRegistry.unknownSuiteHubs.add(1, ordering: .relaxed) }
     storage.observeExternalChanges { [weak self] in self?.externalChangeNotified() }
     storage.observeKeyChanges { [weak self] in self?.keyChangeReported($0) }
-    storage.persistence?.attach(
+    persistence?.attach(
       SuitePersistence.Hooks(
         refresh: { [weak self] in self?.refresh() },
         announce: { [weak self] in self?.announce($0) },
@@ -51,12 +52,21 @@ final class ChangeHub: Sendable {
   deinit {
     if !suiteIsKnown { HubRegistry.unknownSuiteHubs.subtract(1, ordering: .relaxed) }
     // No file work here: unsaved writes go to a background save.
-    storage.persistence?.handOff()
+    persistence?.handOff()
   }
 
-  var persistence: SuitePersistence? { storage.persistence }
+  /// The storage's handling of its file, when the library saves one (kept here: the read path asks for it on every
+  /// read, and a stored `let` costs no reference counting there).
+  let persistence: SuitePersistence?
   /// The suite's plist and lock file, when the library handles them.
   var file: SuiteFile? { persistence?.file }
+
+  /// The stored object of a key, as storage hands it out, after letting reads follow the file (a suite nobody
+  /// watches looks at its file now and then; called outside every lock).
+  func object(forKey key: String) -> Any? {
+    persistence?.followFile()
+    return storage.object(forKey: key)
+  }
 
   /// The stored value of a key in property-list form; nil when absent or not a property-list value.
   func stored(forKey key: String) -> PropertyListValue? {
