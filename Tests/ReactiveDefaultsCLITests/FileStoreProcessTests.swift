@@ -37,6 +37,23 @@ private func withFile(_ body: (String) async throws -> Void) async rethrows {
     }
   }
 
+  /// An observer of a file whose folder does not exist yet hears another process's first save, which creates the
+  /// folder (the watch of the missing folder is tried again until it can begin).
+  @Test func anObserverBeforeTheFolderExistsHearsTheFirstSave() async throws {
+    try await withFile { path in
+      let nested = (path as NSString).deletingLastPathComponent + "/not/yet/settings.plist"
+      let store = try #require(DefaultsStore(fileURL: URL(fileURLWithPath: nested)))
+      let count = DefaultsKey<Int>("count", default: 0)
+      let seen = Recorder<Int>()
+      let token = store.property(count).observe { seen.append($0) }
+      defer { token.cancel() }
+      #expect(await seen.wait(timeout: 10) { $0 == [0] })
+      let written = try await runTool(["write", "--file", nested, "count", "-int", "9"], config: makeConfigFolder())
+      #expect(written.status == 0, "\(written.error)")
+      #expect(await seen.wait(timeout: 10) { $0.last == 9 }, "\(seen.values)")
+    }
+  }
+
   /// Writer processes on one file, at once: every key of every one is in the file (the lock and the merge).
   @Test func concurrentWriterProcessesLoseNoKeys() async throws {
     try await withFile { path in

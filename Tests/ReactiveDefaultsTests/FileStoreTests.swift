@@ -209,6 +209,23 @@ private let name = DefaultsKey<String>("name", default: "")
     #expect(issues.values.isEmpty)
   }
 
+  /// Where a folder that does not exist cannot be watched (Apple's `DispatchSource`; the files in memory here), an
+  /// observer of a file store in such a folder still hears the file once another program makes the folder and the
+  /// file: the watch is tried again until it can begin, and catches up then.
+  @Test func aWatchOfAFolderThatDoesNotExistYetBeginsOnceItDoes() async throws {
+    let files = MemoryFileSystem(watchesOnlyExistingFolders: true)
+    files.makeFolder("/memory")
+    let file = SuiteFile(folder: "/memory/app", fileName: "s.plist", system: files.fileSystem)
+    let store = DefaultsStore(hub: ChangeHub(storage: FileStorage(file: file), suiteName: nil, suiteIsKnown: true))
+    let seen = Recorder<Int>()
+    let token = store.observe(count) { seen.append($0) }
+    defer { token.cancel() }
+    #expect(await seen.wait(timeout: 10) { $0 == [0] })
+    files.makeFolder("/memory/app")
+    files.put(.file(SuiteFile.encode(["count": .integer(3)])), at: "/memory/app/s.plist")
+    #expect(await seen.wait(timeout: 10) { $0.last == 3 }, "\(seen.values)")
+  }
+
   /// Thousands of new keys and one save: every key reaches the file (the cost is the benchmark's).
   @Test func thousandsOfNewKeysReachTheFileInOneSave() async throws {
     let folder = makeFolder()

@@ -54,8 +54,13 @@ final class MemoryFileSystem: Sendable {
 
   private let state = Locked(State())
   private let locks = Locked<[String: NSLock]>([:])
+  /// Whether a watch of a folder that does not exist fails, as Apple's `DispatchSource` on a folder does (Linux's
+  /// watcher waits for such a folder through the nearest one above it).
+  private let watchesOnlyExistingFolders: Bool
 
-  init() {}
+  init(watchesOnlyExistingFolders: Bool = false) {
+    self.watchesOnlyExistingFolders = watchesOnlyExistingFolders
+  }
 
   // MARK: What tests set up and look at
 
@@ -114,7 +119,10 @@ final class MemoryFileSystem: Sendable {
         }
       },
       lock: { [self] lockPath, folder, waiting throws(SaveFailure) in try lock(lockPath, folder: folder, waiting) },
-      watch: { [self] folder, fileName, onChange in watch(folder + "/" + fileName, onChange) })
+      watch: { [self] folder, fileName, onChange in
+        if watchesOnlyExistingFolders && node(at: folder) != .folder { return nil }
+        return watch(folder + "/" + fileName, onChange)
+      })
   }
 
   private static func normalized(_ path: String) -> String {

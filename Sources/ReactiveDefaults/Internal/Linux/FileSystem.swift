@@ -127,6 +127,8 @@ extension FileSystem {
         guard let subscription = FolderWatcher.subscribe(folder: folder, fileName: fileName, onChange: onChange)
         else { return nil }
         return FileWatch { subscription.cancel() }
+      #elseif canImport(Darwin)
+        FolderEvents.watch(folder: folder, onChange: onChange)
       #else
         nil
       #endif

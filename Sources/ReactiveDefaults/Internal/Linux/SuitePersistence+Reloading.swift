@@ -90,15 +90,13 @@ extension SuitePersistence {
   /// within about a millisecond, observed or not, and a process that never observes holds no inotify descriptor
   /// (closing one costs about 5 ms at process exit).
   func followFile() {
-    #if os(Linux)
-      let now = DispatchTime.now().uptimeNanoseconds
-      let last = lastFileCheck.load(ordering: .relaxed)
-      guard now &- last >= Self.fileCheckInterval,
-        lastFileCheck.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged,
-        !record.isSynced
-      else { return }
-      reload(refreshingAnyway: false)
-    #endif
+    let now = DispatchTime.now().uptimeNanoseconds
+    let last = lastFileCheck.load(ordering: .relaxed)
+    guard now &- last >= Self.fileCheckInterval,
+      lastFileCheck.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged,
+      !record.isSynced
+    else { return }
+    reload(refreshingAnyway: false)
   }
 
   /// How often, at most, a read of a suite that is not watched looks at its file (``followFile()``).
@@ -107,42 +105,48 @@ extension SuitePersistence {
   /// Watches the suite's file while `wanted()` (the hub has observers) or a tool watches the whole file, asked under
   /// the watch's lock, so that a first observer arriving while the last one leaves never ends without a watch. A
   /// watch that begins catches up at once: a save that completed before it began is reloaded too.
+  ///
+  /// A folder that cannot be watched (it does not exist yet: a file store's folder is made by the first save, here or
+  /// in another process) is tried again every ``watchRetryInterval`` while the watch is wanted, and the watch that
+  /// then begins catches up with the file.
   func updateWatching(_ wanted: () -> Bool) {
-    #if os(Linux)
-      let file = file
-      let (started, ended) = watch.withLock { subscription -> (Bool, FileWatch?) in
-        let wanted = wanted() || state.withLock { !$0.fileWatchers.isEmpty }
-        if wanted && subscription == nil {
-          subscription = file.system.watch(file.folder, file.fileName) { [weak self] in self?.fileChanged() }
-          return (subscription != nil, nil)
-        } else if !wanted, let current = subscription {
-          subscription = nil
-          return (false, current)
-        }
-        return (false, nil)
+    let file = file
+    let (started, ended, failed) = watch.withLock { subscription -> (Bool, FileWatch?, Bool) in
+      let wanted = wanted() || state.withLock { !$0.fileWatchers.isEmpty }
+      if wanted && subscription == nil {
+        subscription = file.system.watch(file.folder, file.fileName) { [weak self] in self?.fileChanged() }
+        return (subscription != nil, nil, subscription == nil)
+      } else if !wanted, let current = subscription {
+        subscription = nil
+        return (false, current, false)
       }
-      ended?.cancel()
-      if started && !record.isSynced { fileChanged() }
-    #endif
+      return (false, nil, false)
+    }
+    ended?.cancel()
+    if started && !record.isSynced { fileChanged() }
+    if failed {
+      DispatchQueue.global().asyncAfter(deadline: .now() + Self.watchRetryInterval) { [weak self] in
+        self?.updateWatching { (self?.hooks?.observerCount() ?? 0) > 0 }
+      }
+    }
   }
+
+  /// How long a watch of a folder that cannot be watched waits before it tries again (``updateWatching(_:)``).
+  static let watchRetryInterval: DispatchTimeInterval = .milliseconds(50)
 
   /// Calls `onChange` after each reload that found the file changed, until the returned token ends (tools that
   /// watch a whole domain). nil where there is no file watching.
   func watchFile(_ onChange: @escaping @Sendable () -> Void) -> DefaultsObservation? {
-    #if os(Linux)
-      let id = state.withLock { state in
-        state.nextFileWatcherID += 1
-        state.fileWatchers[state.nextFileWatcherID] = onChange
-        return state.nextFileWatcherID
-      }
+    let id = state.withLock { state in
+      state.nextFileWatcherID += 1
+      state.fileWatchers[state.nextFileWatcherID] = onChange
+      return state.nextFileWatcherID
+    }
+    updateWatching { (hooks?.observerCount() ?? 0) > 0 }
+    return DefaultsObservation { [self] in
+      _ = state.withLock { $0.fileWatchers.removeValue(forKey: id) }
       updateWatching { (hooks?.observerCount() ?? 0) > 0 }
-      return DefaultsObservation { [self] in
-        _ = state.withLock { $0.fileWatchers.removeValue(forKey: id) }
-        updateWatching { (hooks?.observerCount() ?? 0) > 0 }
-      }
-    #else
-      return nil
-    #endif
+    }
   }
 
   private func notifyFileWatchers() {

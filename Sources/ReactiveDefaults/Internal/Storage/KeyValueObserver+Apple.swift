@@ -60,4 +60,32 @@
       onChange(keyPath)
     }
   }
+
+  /// Apple platforms: the changes of a folder's entries, for a file store (``DefaultsStore/init(fileURL:)``), whose
+  /// saves and other processes' saves each rename a new file into the folder. A `DispatchSource` file-system object
+  /// source on the folder, opened with `O_EVTONLY` (for events only: it does not keep the volume from being
+  /// unmounted); a folder's `.write` event means an entry was added, removed or renamed. The source's handler calls
+  /// `onChange`, which only starts a reload (``SuitePersistence``): the reload itself tells apart the file's own
+  /// changes from those of its neighbours by the file's stamp.
+  enum FolderEvents {
+    /// Watches `folder` until the returned watch is cancelled; nil when the folder cannot be opened (it does not
+    /// exist yet: reads then still follow the file).
+    static func watch(folder: String, onChange: @escaping @Sendable () -> Void) -> FileWatch? {
+      let descriptor = open(folder, O_EVTONLY)
+      guard descriptor >= 0 else { return nil }
+      let source = DispatchSource.makeFileSystemObjectSource(
+        fileDescriptor: descriptor, eventMask: [.write, .delete, .rename, .revoke], queue: .global())
+      source.setEventHandler { onChange() }
+      // The descriptor is closed once the source is cancelled, never before (Dispatch's rule for every source).
+      source.setCancelHandler { close(descriptor) }
+      source.activate()
+      let watched = WatchedSource(source: source)
+      return FileWatch { watched.source.cancel() }
+    }
+  }
+
+  /// A source crossing into the watch's `@Sendable` cancel (`cancel()` is safe from any thread).
+  private struct WatchedSource: @unchecked Sendable {
+    let source: any DispatchSourceFileSystemObject
+  }
 #endif
