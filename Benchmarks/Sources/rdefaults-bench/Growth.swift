@@ -51,14 +51,37 @@ enum Growth {
     return Comparison(baselineNanoseconds: base, oursNanoseconds: mine, ratio: mine / base)
   }
 
-  /// The child of ``coldOpen(_:)``: opens the suite one way, reads one key, and exits.
+  /// The child of ``coldOpen(_:)``: opens the suite one way (`file`: the file store at the path `suite`), reads one
+  /// key, and exits.
   static func runColdOpenChild(_ way: String, suite: String) -> Never {
     let value: Int
     switch way {
     case "ours": value = DefaultsStore(suiteName: suite)![DefaultsKey<Int>("k5", default: -1)]
+    case "file": value = DefaultsStore(fileURL: URL(fileURLWithPath: suite))![DefaultsKey<Int>("k5", default: -1)]
     default: value = UserDefaults(suiteName: suite)!.integer(forKey: "k5")
     }
     exit(value == 5 ? 0 : 1)
+  }
+
+  /// The time of one new process that opens `target` one way (``runColdOpenChild(_:suite:)``), reads one key and
+  /// exits: `posix_spawn` to `waitpid`.
+  static func timeColdOpen(_ way: String, target: String) throws -> Double {
+    let executable = try executablePath()
+    var environment = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { environment.forEach { free($0) } }
+    var pid = pid_t()
+    let arguments = [executable, "--cold-open", way, target]
+    var argv = arguments.map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    let elapsed = try ContinuousClock().measure {
+      guard posix_spawn(&pid, executable, nil, nil, &argv, &environment) == 0 else {
+        throw BenchmarkError("cannot start \(executable)")
+      }
+      var status: Int32 = 0
+      while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+      guard status == 0 else { throw BenchmarkError("the \(way) child failed (status \(status))") }
+    }
+    return nanoseconds(elapsed)
   }
 
   /// A new process that creates a store over a 10,000-key suite and reads one key ÷ a new process that makes a plain

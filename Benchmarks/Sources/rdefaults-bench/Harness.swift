@@ -4,6 +4,8 @@ import Foundation
 struct Settings {
   var quick = false
   var jsonPath: String?
+  /// Where `--chart` writes the growth chart (an SVG), if asked.
+  var chartPath: String?
   var rounds: Int { quick ? 5 : 11 }
 }
 

@@ -1,5 +1,5 @@
 // rdefaults-bench: ReactiveDefaults against what users would otherwise write, measured in one run, as ratios.
-//   swift run -c release --package-path Benchmarks rdefaults-bench [--quick] [--json FILE]
+//   swift run -c release --package-path Benchmarks rdefaults-bench [--quick] [--json FILE] [--chart FILE.svg]
 import Foundation
 
 var settings = Settings()
@@ -12,6 +12,13 @@ while let argument = arguments.first {
   arguments.removeFirst()
   switch argument {
   case "--quick": settings.quick = true
+  case "--chart":
+    guard let path = arguments.first else {
+      FileHandle.standardError.write(Data("Error: --chart needs a file.\n".utf8))
+      exit(64)
+    }
+    settings.chartPath = path
+    arguments.removeFirst()
   case "--json":
     guard let path = arguments.first else {
       FileHandle.standardError.write(Data("Error: --json needs a file.\n".utf8))
@@ -20,11 +27,11 @@ while let argument = arguments.first {
     settings.jsonPath = path
     arguments.removeFirst()
   case "-h", "--help":
-    print("Usage: rdefaults-bench [--quick] [--json FILE]")
+    print("Usage: rdefaults-bench [--quick] [--json FILE] [--chart FILE.svg]")
     exit(0)
   default:
     FileHandle.standardError.write(
-      Data("Error: unknown argument '\(argument)'.\nUsage: rdefaults-bench [--quick] [--json FILE]\n".utf8))
+      Data("Error: unknown argument '\(argument)'.\nUsage: rdefaults-bench [--quick] [--json FILE] [--chart FILE.svg]\n".utf8))
     exit(64)
   }
 }
@@ -65,8 +72,11 @@ func run(_ settings: Settings) throws {
     baselineNanoseconds: readAfterWrite[0].1.oursNanoseconds, oursNanoseconds: readAfterWrite[2].1.oursNanoseconds,
     ratio: readAfterWrite[2].1.oursNanoseconds / readAfterWrite[0].1.oursNanoseconds)
   row("rw_cycle_growth_10000", growth, target: "≤ 2")
+  var fanouts: [Comparison] = []
   for keys in [100, 1_000, 10_000] {
-    row("fanout_speedup_\(keys)", Scenarios.fanout(keys: keys, settings), target: keys == 1_000 ? "≥ 100" : "grows")
+    let fanout = Scenarios.fanout(keys: keys, settings)
+    fanouts.append(fanout)
+    row("fanout_speedup_\(keys)", fanout, target: keys == 1_000 ? "≥ 100" : "grows")
   }
   row("main_actor_delivery_overhead", MainActorDelivery.measure(settings), target: "≤ 3")
   let latencies = try CrossProcess.measure(samples: settings.quick ? 100 : 300)
@@ -114,6 +124,16 @@ func run(_ settings: Settings) throws {
       "file_store_cross_process_p99_ms", String(format: "%.2f", percentile(fileLatencies, 0.99)), "≤ 1",
       "p50 \(String(format: "%.2f", percentile(fileLatencies, 0.5))) ms, \(fileLatencies.count) samples"
     ))
+
+  if let chartPath = settings.chartPath {
+    let panels = try Curves.measure(settings, fanout: fanouts, readAfterWrite: readAfterWrite.map(\.1))
+    try Data(Curves.render(panels).utf8).write(to: URL(fileURLWithPath: chartPath))
+    for panel in panels {
+      print("chart, \(panel.title): " + zip(Curves.series, panel.values).map { name, values in
+        "\(name) " + values.map { String(format: "%.0f", $0) }.joined(separator: "/")
+      }.joined(separator: "; ") + " ns at 100/1,000/10,000 keys")
+    }
+  }
 
   let width = rows.map(\.0.count).max() ?? 20
   print(
