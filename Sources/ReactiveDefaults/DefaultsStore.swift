@@ -201,17 +201,11 @@ public final class DefaultsStore: Sendable {
   public subscript<Value>(key: DefaultsKey<Value>) -> Value {
     get {
       let object = stored(for: key)
-      // The common case, and the hot path, without the `Result` of `decode` (whose generic type is looked up at
-      // each call): storage hands back a value of exactly the key's type.
-      if let object, ObjectIdentifier(type(of: object)) == ObjectIdentifier(Value.self), let value = object as? Value {
-        return value
-      }
-      switch decode(object, for: key) {
-      case .success(let value): return value
-      case .failure(let issue):
-        report(issue)
-        return key.defaultValue
-      }
+      // The common case, and the hot path, apart from the rest (whose generic types, such as decode's `Result`, are
+      // looked up at each call): storage hands back a value of exactly the key's type, which the type check proves
+      // the cast finds.
+      if let object, ObjectIdentifier(type(of: object)) == ObjectIdentifier(Value.self) { return object as! Value }
+      return decodeReporting(object, for: key)
     }
     set {
       do { try set(newValue, for: key) } catch { report(error) }
@@ -421,6 +415,18 @@ public final class DefaultsStore: Sendable {
   private func stored<Value>(for key: DefaultsKey<Value>) -> Any? {
     guard !key.name.isEmpty else { return nil }
     return hub.object(forKey: key.name)
+  }
+
+  /// Decodes what storage returned for a key, reporting why the default applies when it does (the subscript's slow
+  /// path).
+  @inline(never)
+  private func decodeReporting<Value>(_ object: Any?, for key: DefaultsKey<Value>) -> Value {
+    switch decode(object, for: key) {
+    case .success(let value): return value
+    case .failure(let issue):
+      report(issue)
+      return key.defaultValue
+    }
   }
 
   /// Decodes what storage returned for a key; the failure says why the default applies.
