@@ -163,28 +163,35 @@ enum Curves {
       func y(_ nanoseconds: Double) -> Double {
         margin.top + (1 - (log10(max(nanoseconds, 1)) - low) / (high - low)) * plotHeight
       }
-      svg += "<text x=\"\(x0 + width / 2)\" y=\"18\" text-anchor=\"middle\" font-weight=\"bold\">"
+      svg +=
+        "<text x=\"\(x0 + width / 2)\" y=\"18\" text-anchor=\"middle\" font-weight=\"bold\">"
         + "\(escaped(panel.title))</text>\n"
-      svg += "<rect x=\"\(x0 + margin.left)\" y=\"\(margin.top)\" width=\"\(plotWidth)\" height=\"\(plotHeight)\" "
+      svg +=
+        "<rect x=\"\(x0 + margin.left)\" y=\"\(margin.top)\" width=\"\(plotWidth)\" height=\"\(plotHeight)\" "
         + "fill=\"none\" stroke=\"#ccc\"/>\n"
       for decade in stride(from: low, through: high, by: 1) {
         let level = y(pow(10, decade))
-        svg += "<line x1=\"\(x0 + margin.left)\" x2=\"\(x0 + width - margin.right)\" y1=\"\(level)\" y2=\"\(level)\" "
+        svg +=
+          "<line x1=\"\(x0 + margin.left)\" x2=\"\(x0 + width - margin.right)\" y1=\"\(level)\" y2=\"\(level)\" "
           + "stroke=\"#eee\"/>\n"
-        svg += "<text x=\"\(x0 + margin.left - 4)\" y=\"\(level + 4)\" text-anchor=\"end\">"
+        svg +=
+          "<text x=\"\(x0 + margin.left - 4)\" y=\"\(level + 4)\" text-anchor=\"end\">"
           + "\(label(pow(10, decade)))</text>\n"
       }
       for keys in sizes {
-        svg += "<text x=\"\(x(keys))\" y=\"\(height - margin.bottom + 14)\" text-anchor=\"middle\">"
+        svg +=
+          "<text x=\"\(x(keys))\" y=\"\(height - margin.bottom + 14)\" text-anchor=\"middle\">"
           + "\(keys.formatted())</text>\n"
       }
-      svg += "<text x=\"\(x0 + margin.left + plotWidth / 2)\" y=\"\(height - 8)\" text-anchor=\"middle\">"
+      svg +=
+        "<text x=\"\(x0 + margin.left + plotWidth / 2)\" y=\"\(height - 8)\" text-anchor=\"middle\">"
         + "keys in the file</text>\n"
       for (series, values) in panel.values.enumerated() where values.count == sizes.count {
         let points = zip(sizes, values).map { "\(x($0)),\(y($1))" }.joined(separator: " ")
         svg += "<polyline points=\"\(points)\" fill=\"none\" stroke=\"\(colors[series])\" stroke-width=\"2\"/>\n"
         for (keys, value) in zip(sizes, values) {
-          svg += "<circle cx=\"\(x(keys))\" cy=\"\(y(value))\" r=\"3\" fill=\"\(colors[series])\">"
+          svg +=
+            "<circle cx=\"\(x(keys))\" cy=\"\(y(value))\" r=\"3\" fill=\"\(colors[series])\">"
             + "<title>\(escaped(Self.series[series])), \(keys) keys: \(label(value))</title></circle>\n"
         }
       }

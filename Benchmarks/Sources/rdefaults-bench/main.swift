@@ -31,7 +31,9 @@ while let argument = arguments.first {
     exit(0)
   default:
     FileHandle.standardError.write(
-      Data("Error: unknown argument '\(argument)'.\nUsage: rdefaults-bench [--quick] [--json FILE] [--chart FILE.svg]\n".utf8))
+      Data(
+        "Error: unknown argument '\(argument)'.\nUsage: rdefaults-bench [--quick] [--json FILE] [--chart FILE.svg]\n"
+          .utf8))
     exit(64)
   }
 }
@@ -129,9 +131,11 @@ func run(_ settings: Settings) throws {
     let panels = try Curves.measure(settings, fanout: fanouts, readAfterWrite: readAfterWrite.map(\.1))
     try Data(Curves.render(panels).utf8).write(to: URL(fileURLWithPath: chartPath))
     for panel in panels {
-      print("chart, \(panel.title): " + zip(Curves.series, panel.values).map { name, values in
-        "\(name) " + values.map { String(format: "%.0f", $0) }.joined(separator: "/")
-      }.joined(separator: "; ") + " ns at 100/1,000/10,000 keys")
+      print(
+        "chart, \(panel.title): "
+          + zip(Curves.series, panel.values).map { name, values in
+            "\(name) " + values.map { String(format: "%.0f", $0) }.joined(separator: "/")
+          }.joined(separator: "; ") + " ns at 100/1,000/10,000 keys")
     }
   }
 
