@@ -12,7 +12,9 @@ import Synchronization
 /// an SVG by ``render(_:)`` from the run's own figures.
 enum Curves {
   static let sizes = [100, 1_000, 10_000]
-  static let series = ["raw corelibs", "classic Rx recipe", "suite store", "file store"]
+  static let series = [
+    "raw corelibs UserDefaults (no observer)", "classic Rx recipe (reads as raw corelibs)", "suite store", "file store",
+  ]
 
   /// One panel: per series, nanoseconds per operation at each of ``sizes``.
   struct Panel {
@@ -133,9 +135,9 @@ enum Curves {
     let colors = ["#7f7f7f", "#d62728", "#1f77b4", "#2ca02c"]
     let width = 300.0
     let height = 240.0
-    let margin = (left: 62.0, right: 12.0, top: 34.0, bottom: 40.0)
+    let margin = (left: 62.0, right: 26.0, top: 34.0, bottom: 40.0)
     var svg = """
-      <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width) * panels.count)" height="\(Int(height) + 36)" \
+      <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width) * panels.count)" height="\(Int(height) + 48)" \
       font-family="sans-serif" font-size="11">
       <rect width="100%" height="100%" fill="white"/>
 
@@ -188,7 +190,9 @@ enum Curves {
         + "keys in the file</text>\n"
       for (series, values) in panel.values.enumerated() where values.count == sizes.count {
         let points = zip(sizes, values).map { "\(x($0)),\(y($1))" }.joined(separator: " ")
-        svg += "<polyline points=\"\(points)\" fill=\"none\" stroke=\"\(colors[series])\" stroke-width=\"2\"/>\n"
+        // The recipe dashed: where it reads as raw corelibs, both lines show.
+        let dash = series == 1 ? " stroke-dasharray=\"6 4\"" : ""
+        svg += "<polyline points=\"\(points)\" fill=\"none\" stroke=\"\(colors[series])\" stroke-width=\"2\"\(dash)/>\n"
         for (keys, value) in zip(sizes, values) {
           svg +=
             "<circle cx=\"\(x(keys))\" cy=\"\(y(value))\" r=\"3\" fill=\"\(colors[series])\">"
@@ -197,9 +201,10 @@ enum Curves {
       }
     }
     for (series, name) in Self.series.enumerated() {
-      let x = 20.0 + Double(series) * 200
-      svg += "<rect x=\"\(x)\" y=\"\(height + 12)\" width=\"14\" height=\"4\" fill=\"\(colors[series])\"/>\n"
-      svg += "<text x=\"\(x + 20)\" y=\"\(height + 18)\">\(escaped(name))</text>\n"
+      let x = 20.0 + Double(series % 2) * 450
+      let row = height + 10 + Double(series / 2) * 16
+      svg += "<rect x=\"\(x)\" y=\"\(row)\" width=\"14\" height=\"4\" fill=\"\(colors[series])\"/>\n"
+      svg += "<text x=\"\(x + 20)\" y=\"\(row + 6)\">\(escaped(name))</text>\n"
     }
     return svg + "</svg>\n"
   }
