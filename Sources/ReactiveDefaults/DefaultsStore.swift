@@ -227,12 +227,24 @@ public final class DefaultsStore: Sendable {
   /// - Parameters:
   ///   - value: The new value.
   ///   - key: The key.
-  /// - Throws: ``DefaultsError/encodingFailed(key:type:reason:)`` when the value has no stored form (the
-  ///   stored value is kept); ``DefaultsError/invalidKey(_:)`` for an empty key name;
+  /// - Throws: ``DefaultsError/encodingFailed(key:type:reason:)`` when the value has no stored form, or, in a file
+  ///   store, holds text XML 1.0 cannot carry (the stored value is kept); ``DefaultsError/invalidKey(_:)`` for an
+  ///   empty key name;
   ///   ``DefaultsError/domainTooLarge(key:size:limit:)`` on iOS, iPadOS, watchOS, visionOS and tvOS when the value
   ///   would take the suite to the size the platform refuses (the stored value is kept).
   public func set<Value>(_ value: Value, for key: DefaultsKey<Value>) throws(DefaultsError) {
-    if let refusal = hub.write(try Self.storageWrite(of: value, for: key), forKey: key.name) { throw refusal }
+    let write = try storageWrite(of: value, for: key)
+    if let refusal = hub.write(write, forKey: key.name) { throw refusal }
+  }
+
+  /// What writing `value` to `key` does to this store's storage, or why the storage refuses it (a file store: text XML
+  /// cannot carry).
+  func storageWrite<Value>(of value: Value, for key: DefaultsKey<Value>) throws(DefaultsError) -> StorageWrite {
+    let write = try Self.storageWrite(of: value, for: key)
+    if let refusal = hub.storage.refusal(of: write, forKey: key.name, type: "\(Value.self)") {
+      throw refusal
+    }
+    return write
   }
 
   /// What writing `value` to `key` does to storage.
@@ -332,8 +344,12 @@ public final class DefaultsStore: Sendable {
   /// changed keys are told afterwards.
   ///
   /// - Parameter entries: The keys and their values (empty key names are skipped).
-  /// - Throws: ``DefaultsError/saveFailed(path:reason:)``; the file is then as it was.
+  /// - Throws: ``DefaultsError/saveFailed(path:reason:)``; ``DefaultsError/encodingFailed(key:type:reason:)`` for text
+  ///   a file store's XML cannot carry. The file is then as it was.
   @_spi(Tools) public func importEntries(_ entries: [PropertyListKey: PropertyListValue]) throws(DefaultsError) {
+    for (key, value) in entries {
+      if let refusal = hub.storage.refusal(of: .set(value), forKey: key.string, type: value.kindName) { throw refusal }
+    }
     try hub.merge(entries.filter { !$0.key.string.isEmpty })
   }
 

@@ -59,7 +59,7 @@ public struct DefaultsTransaction: ~Copyable {
   /// - Throws: ``DefaultsError/encodingFailed(key:type:reason:)`` when the value has no stored form. The
   ///   transaction goes on, and this write is not part of it.
   public mutating func set<Value>(_ value: Value, for key: DefaultsKey<Value>) throws(DefaultsError) {
-    record(try DefaultsStore.storageWrite(of: value, for: key), forName: key.name)
+    record(try store.storageWrite(of: value, for: key), forName: key.name)
   }
 
   /// Removes the key when the edit's body returns, so reads give its default again.

@@ -226,6 +226,40 @@ private let name = DefaultsKey<String>("name", default: "")
     #expect(await seen.wait(timeout: 10) { $0.last == 3 }, "\(seen.values)")
   }
 
+  /// Text XML 1.0 cannot carry (most control characters, U+FFFE, U+FFFF), in a value at any depth or in a key's
+  /// name, is refused with a typed error and the stored value kept, through every way of writing: the file stays one
+  /// that every reader accepts. Tab, line feed and carriage return are kept.
+  @Test func textXMLCannotCarryIsRefusedAndTheStoredValueKept() async throws {
+    let folder = makeFolder()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let url = folder.appendingPathComponent("s.plist")
+    let (store, issues) = try makeFileStore(url)
+    store[name] = "ok"
+    for bad in ["a\u{0}b", "escape \u{1B}[31m", "e\u{FFFE}", "\u{FFFF}"] {
+      #expect(throws: DefaultsError.self) { try store.set(bad, for: name) }
+    }
+    #expect(store[name] == "ok")
+    let list = DefaultsKey<[String]>("list", default: [])
+    #expect(throws: DefaultsError.self) { try store.set(["fine", "bell\u{7}"], for: list) }
+    let table = DefaultsKey<[String: Int]>("table", default: [:])
+    #expect(throws: DefaultsError.self) { try store.set(["key\u{8}": 1], for: table) }
+    store[DefaultsKey<String>("bad\u{1B}key", default: "")] = "x"
+    guard case .encodingFailed(let key, _, let reason)? = issues.values.last else {
+      Issue.record("no encodingFailed reported: \(issues.values)")
+      return
+    }
+    #expect(key == "bad\u{1B}key")
+    #expect(reason.contains("U+001B in the key name"))
+    #expect(throws: DefaultsError.self) {
+      try store.edit { transaction in try transaction.set("\u{0}", for: name) }
+    }
+    #expect(throws: DefaultsError.self) { try store.importEntries(["imported": .string("\u{2}")]) }
+    store[name] = "tab\tline\ncarriage\r"
+    try await offThePool { try store.save() }
+    let data = try #require(FileManager.default.contents(atPath: url.path))
+    #expect(try DefaultsStore.domain(fromPropertyList: data) == ["name": .string("tab\tline\ncarriage\r")])
+  }
+
   /// Thousands of new keys and one save: every key reaches the file (the cost is the benchmark's).
   @Test func thousandsOfNewKeysReachTheFileInOneSave() async throws {
     let folder = makeFolder()

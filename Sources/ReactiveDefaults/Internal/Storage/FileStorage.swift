@@ -44,4 +44,18 @@ final class FileStorage: DefaultsStorage {
 
   /// A file has no platform limit but the reader's (``SuiteFile/maximumSize``), which a save enforces.
   var sizeLimit: DomainSizeBudget.Limit? { nil }
+
+  /// Text XML 1.0 cannot carry, in the key or the value, is refused: corelibs would write it raw, which strict readers
+  /// (Python's `plistlib`, `xmllint`) refuse whole, and a file store's file is for other programs too.
+  func refusal(of write: StorageWrite, forKey key: String, type: String) -> DefaultsError? {
+    guard let text = key.canBeCarriedByXML ? write.storedValue?.textXMLCannotCarry : key else { return nil }
+    let scalar = text.unicodeScalars.first { !String($0).canBeCarriedByXML }.map {
+      String($0.value, radix: 16, uppercase: true)
+    }
+    return .encodingFailed(
+      key: key, type: type,
+      reason: "U+\(String(repeating: "0", count: max(0, 4 - (scalar?.count ?? 4))) + (scalar ?? ""))"
+        + (text == key ? " in the key name" : "") + " cannot be written to an XML property list (XML 1.0 forbids it); "
+        + "store such text as Data")
+  }
 }
