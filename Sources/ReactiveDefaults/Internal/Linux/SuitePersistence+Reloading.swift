@@ -90,7 +90,7 @@ extension SuitePersistence {
   /// within about a millisecond, observed or not, and a process that never observes holds no inotify descriptor
   /// (closing one costs about 5 ms at process exit).
   func followFile() {
-    let now = DispatchTime.now().uptimeNanoseconds
+    let now = monotonicNanoseconds()
     let last = lastFileCheck.load(ordering: .relaxed)
     guard now &- last >= Self.fileCheckInterval,
       lastFileCheck.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged,

@@ -58,3 +58,18 @@
     }()
   }
 #endif
+
+#if canImport(CDispatch)
+  import CDispatch  // `timespec`'s members come through it on Linux (see FileSystem.swift)
+#endif
+#if canImport(CoreFoundation)
+  import CoreFoundation
+#endif
+
+/// The monotonic clock in nanoseconds, read directly (`DispatchTime.now()` costs a conversion more, and a read of a
+/// store asks for it each time: ``SuitePersistence/followFile()``).
+func monotonicNanoseconds() -> UInt64 {
+  var time = timespec()
+  clock_gettime(CLOCK_MONOTONIC, &time)
+  return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
+}
