@@ -7,46 +7,10 @@ enum FileStores {
   /// Raw `set` × 8,000 new keys and one `synchronize()` ÷ the file store's 8,000 writes and `flush()`: corelibs'
   /// cost of a new key grows with its unsaved keys; the file store's does not, and its save is one O(n) write.
   static func bulkNewKeys(_ settings: Settings) -> Comparison {
-    let count = 8_000
-    let clock = ContinuousClock()
-    var plainTimes: [Double] = []
-    var ourTimes: [Double] = []
-    for round in 0..<(settings.quick ? 1 : 3) {
-      let plainSuite = scratchSuite("file-bulk-plain")
-      let path = scratchFile("bulk")
-      defer {
-        cleanUp(plainSuite)
-        cleanUpFile(path)
-      }
-      func measurePlain() {
-        let plain = UserDefaults(suiteName: plainSuite)!
-        plainTimes.append(
-          nanoseconds(
-            clock.measure {
-              for index in 0..<count { plain.set(index, forKey: "key\(index)") }
-              plain.synchronize()
-            }))
-      }
-      func measureOurs() {
-        let store = DefaultsStore(fileURL: URL(fileURLWithPath: path))!
-        ourTimes.append(
-          nanoseconds(
-            clock.measure {
-              for index in 0..<count { store[DefaultsKey<Int>("key\(index)", default: 0)] = index }
-              store.flush()
-            }))
-      }
-      if round.isMultiple(of: 2) {
-        measurePlain()
-        measureOurs()
-      } else {
-        measureOurs()
-        measurePlain()
-      }
+    // A file in the scratch folder per name (removed with the suite's files: `cleanUp` also takes the file store's).
+    Scenarios.bulkNewKeys(settings, label: "file-bulk") { name in
+      DefaultsStore(fileURL: URL(fileURLWithPath: scratchFolder() + "/\(name).plist"))!
     }
-    let base = median(plainTimes) / Double(count)
-    let mine = median(ourTimes) / Double(count)
-    return Comparison(baselineNanoseconds: base, oursNanoseconds: mine, ratio: base / mine)
   }
 
   /// A typed `Int` read of the file store ÷ raw `object(forKey:) as? Int` of a suite.

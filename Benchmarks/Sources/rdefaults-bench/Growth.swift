@@ -67,6 +67,7 @@ enum Growth {
   /// exits: `posix_spawn` to `waitpid`.
   static func timeColdOpen(_ way: String, target: String) throws -> Double {
     let executable = try executablePath()
+    // The environment as `KEY=value` strings (Glibc's `environ` is not Darwin's).
     var environment = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer { environment.forEach { free($0) } }
     var pid = pid_t()
@@ -89,26 +90,7 @@ enum Growth {
   static func coldOpen(_ settings: Settings) throws -> Comparison {
     let suite = prepareSuite(keys: 10_000)
     defer { cleanUp(suite) }
-    let executable = try executablePath()
-    // The environment as `KEY=value` strings (Glibc's `environ` is not Darwin's).
-    var environment = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { environment.forEach { free($0) } }
-    let clock = ContinuousClock()
-    func run(_ way: String) throws -> Double {
-      var pid = pid_t()
-      let arguments = [executable, "--cold-open", way, suite]
-      var argv = arguments.map { strdup($0) } + [nil]
-      defer { argv.forEach { free($0) } }
-      let elapsed = try clock.measure {
-        guard posix_spawn(&pid, executable, nil, nil, &argv, &environment) == 0 else {
-          throw BenchmarkError("cannot start \(executable)")
-        }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        guard status == 0 else { throw BenchmarkError("the \(way) child failed (status \(status))") }
-      }
-      return nanoseconds(elapsed)
-    }
+    func run(_ way: String) throws -> Double { try timeColdOpen(way, target: suite) }
     _ = try run("plain")
     _ = try run("ours")
     var plainTimes: [Double] = []

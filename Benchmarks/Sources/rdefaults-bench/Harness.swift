@@ -100,13 +100,19 @@ func cleanUp(_ suite: String) {
   for suffix in ["", ".lock"] {
     try? FileManager.default.removeItem(atPath: preferencesFolder() + "/\(suite).plist" + suffix)
   }
+  // A file store made over the same scratch name.
+  cleanUpFile(scratchFolder() + "/\(suite).plist")
 }
 
 /// A fresh file store path in a scratch folder of the preferences folder, removed (with its lock file) by
 /// `cleanUpFile`.
 func scratchFile(_ label: String) -> String {
-  preferencesFolder() + "/rdefaults-bench-files/\(label).\(ProcessInfo.processInfo.processIdentifier)."
-    + "\(UUID().uuidString.prefix(8)).plist"
+  scratchFolder() + "/\(label).\(ProcessInfo.processInfo.processIdentifier).\(UUID().uuidString.prefix(8)).plist"
+}
+
+/// The folder of the file stores' scratch files.
+func scratchFolder() -> String {
+  preferencesFolder() + "/rdefaults-bench-files"
 }
 
 func cleanUpFile(_ path: String) {

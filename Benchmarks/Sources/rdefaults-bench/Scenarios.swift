@@ -304,16 +304,24 @@ enum Scenarios {
   // MARK: Bulk writes
 
   static func bulkNewKeys(_ settings: Settings) -> Comparison {
+    bulkNewKeys(settings, label: "bulk") { DefaultsStore(suiteName: $0)! }
+  }
+
+  /// 8,000 new keys with plain `set` and one `synchronize()` ÷ the same keys written to the store `makeStore` makes
+  /// over a scratch name, then `flush()`: alternated over rounds, medians.
+  static func bulkNewKeys(
+    _ settings: Settings, label: String, makeStore: (String) -> DefaultsStore
+  ) -> Comparison {
     let count = 8_000
     let clock = ContinuousClock()
     var plainTimes: [Double] = []
     var ourTimes: [Double] = []
     for round in 0..<(settings.quick ? 1 : 3) {
-      let plainSuite = scratchSuite("bulk-plain")
-      let ourSuite = scratchSuite("bulk-ours")
+      let plainSuite = scratchSuite("\(label)-plain")
+      let ourName = scratchSuite("\(label)-ours")
       defer {
         cleanUp(plainSuite)
-        cleanUp(ourSuite)
+        cleanUp(ourName)
       }
       func measurePlain() {
         let plain = UserDefaults(suiteName: plainSuite)!
@@ -325,7 +333,7 @@ enum Scenarios {
             }))
       }
       func measureOurs() {
-        let store = DefaultsStore(suiteName: ourSuite)!
+        let store = makeStore(ourName)
         ourTimes.append(
           nanoseconds(
             clock.measure {

@@ -173,22 +173,7 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
       try recoverJournal()
       let stamp = file.stamp()
       let check = try check()
-      var domain = try knownOrOnDisk(check, at: stamp)
-      for (index, (key, value)) in changes.enumerated() {
-        if index & 0x3FFF == 0 { Progress.report(.merging, done: index, of: changes.count) }
-        domain[key] = value
-      }
-      let bytes = SuiteFile.encode(domain)
-      try Self.checkSize(bytes)
-      Progress.report(.writing, done: 0, of: 0)
-      try file.writeNewFile(file.journalPath, bytes)
-      let savedStamp = file.stamp(of: file.journalPath)
-      do throws(SaveFailure) {
-        try file.move(file.journalPath, over: file.path)
-      } catch {
-        file.remove(file.journalPath)
-        throw error
-      }
+      let (domain, savedStamp) = try commitMerge(changes, into: knownOrOnDisk(check, at: stamp))
       memory.replace(with: domain, loaded: savedStamp.map(MemoryOfFile.loaded) ?? .untrusted)
       recordSynced(at: savedStamp, entries: domain)
       return check.issue

@@ -12,17 +12,7 @@ extension SuiteFileRecord {
   func merge(_ changes: [(key: PropertyListKey, value: PropertyListValue?)]) throws(SaveFailure) -> DefaultsError? {
     try locked { () throws(SaveFailure) -> DefaultsError? in
       let check = try check()
-      var domain = try entriesOnDisk(check)
-      for (index, (key, value)) in changes.enumerated() {
-        if index & 0x3FFF == 0 { Progress.report(.merging, done: index, of: changes.count) }
-        domain[key] = value
-      }
-      let bytes = SuiteFile.encode(domain)
-      try Self.checkSize(bytes)
-      Progress.report(.writing, done: 0, of: 0)
-      try file.writeNewFile(file.journalPath, bytes)
-      let savedStamp = file.stamp(of: file.journalPath)
-      try file.move(file.journalPath, over: file.path)
+      let (domain, savedStamp) = try commitMerge(changes, into: entriesOnDisk(check))
       // Committed. Until corelibs drops its copy, reads give the values from before, never a mix.
       Progress.report(.loading, done: 0, of: 0)
       guard corelibs.reloadCopy() else {

@@ -151,6 +151,26 @@ class TrackedFile: @unchecked Sendable {
     state.withLock { $0.found }
   }
 
+  /// Applies `changes` to `domain` (a nil value removes its key; progress reported), writes the result as the
+  /// journal, flushed, and renames it over the file: one atomic replacement (call it holding the file's lock; a journal
+  /// whose rename fails is completed by the next open). Returns the entries committed and the stamp they have.
+  func commitMerge(
+    _ changes: [(key: PropertyListKey, value: PropertyListValue?)], into domain: [PropertyListKey: PropertyListValue]
+  ) throws(SaveFailure) -> (entries: [PropertyListKey: PropertyListValue], stamp: SuiteFile.Stamp?) {
+    var domain = domain
+    for (index, (key, value)) in changes.enumerated() {
+      if index & 0x3FFF == 0 { Progress.report(.merging, done: index, of: changes.count) }
+      domain[key] = value
+    }
+    let bytes = SuiteFile.encode(domain)
+    try Self.checkSize(bytes)
+    Progress.report(.writing, done: 0, of: 0)
+    try file.writeNewFile(file.journalPath, bytes)
+    let savedStamp = file.stamp(of: file.journalPath)
+    try file.move(file.journalPath, over: file.path)
+    return (domain, savedStamp)
+  }
+
   /// Refuses to write a file the library would refuse to read (and move aside) at its next open.
   static func checkSize(_ bytes: Data) throws(SaveFailure) {
     guard bytes.count <= SuiteFile.maximumSize else {
