@@ -1,16 +1,13 @@
 import Foundation
 import Synchronization
 
-/// The single change hub of one suite in this process: the registry of each key's observers (``ObservedKeys``, behind
-/// the hub's lock) and the fan-out of changes to them. Every ``DefaultsStore`` and ``DefaultsProperty`` over the suite
-/// shares it, so a write through any of them reaches every observer of that key, and only the observers of that key.
-///
-/// Writes go to storage one at a time through a ``WriteGate``, outside the hub's lock (storage may call back into
-/// unknown code), and are recorded as numbered versions right after; observers are called after the write, outside
-/// every lock, and drop versions older than one they saw. Changes the hub did not make (a notification, a key
-/// reported changed, a reload of the file) are re-read off the reporting thread (``Coalescer``). Transactions are in
-/// ChangeHub+Transactions.swift; saving and reloading the suite's file are its ``SuitePersistence``'s, which calls
-/// back through the hooks attached here.
+/// The single change hub of one suite (or file store) in this process: the registry of each key's observers
+/// (``ObservedKeys``, behind the hub's lock) and the fan-out of changes to them, shared by every store and property over
+/// it. Writes go to storage one at a time through a ``WriteGate``, outside the hub's lock (storage may call back into
+/// unknown code), recorded as numbered versions right after; observers run after the write, outside every lock, and
+/// drop versions older than one they saw. Changes the hub did not make (a notification, a key reported changed, a
+/// reload) are re-read off the reporting thread (``Coalescer``). Transactions: ChangeHub+Transactions.swift; saving and
+/// reloading the file: its ``SuitePersistence``, which calls back through the hooks attached here.
 final class ChangeHub: Sendable {
   let storage: any DefaultsStorage
   /// The suite's name, when known.
@@ -55,14 +52,12 @@ final class ChangeHub: Sendable {
     persistence?.handOff()
   }
 
-  /// The storage's handling of its file, when the library saves one (kept here: the read path asks for it on every
-  /// read, and a stored `let` costs no reference counting there).
+  /// The storage's persistence (a stored `let`: every read asks for it, and a `let` costs no reference counting).
   let persistence: SuitePersistence?
   /// The suite's plist and lock file, when the library handles them.
   var file: SuiteFile? { persistence?.file }
 
-  /// The stored object of a key, as storage hands it out, after letting reads follow the file (a suite nobody
-  /// watches looks at its file now and then; called outside every lock).
+  /// The stored object of a key as storage hands it out, once reads followed the file (called outside every lock).
   func object(forKey key: String) -> Any? {
     persistence?.followFile()
     return storage.object(forKey: key)
@@ -164,8 +159,7 @@ final class ChangeHub: Sendable {
     for fanout in fanouts { fanout.deliver() }
   }
 
-  /// Registers a receiver for a key and hands it the current value (as a change when `initial`, else as
-  /// its baseline). ``remove(_:forKey:)`` takes it out again.
+  /// Registers a receiver for a key and hands it the current value (as a change when `initial`, else as its baseline).
   func add(_ receiver: any ChangeReceiver, forKey key: String, initial: Bool) {
     let (current, added) = state.withLock { state in
       let current = storage.value(forKey: key)
@@ -187,14 +181,10 @@ final class ChangeHub: Sendable {
   }
 
   /// The number of changes recorded so far (for tests: a write that changes nothing does not count).
-  var changeCount: UInt64 {
-    state.withLock { $0.version }
-  }
+  var changeCount: UInt64 { state.withLock { $0.version } }
 
   /// The number of live receivers across all keys (for tests and diagnostics).
-  var observerCount: Int {
-    state.withLock { $0.receiverCount }
-  }
+  var observerCount: Int { state.withLock { $0.receiverCount } }
 
   private func externalChangeNotified() {
     // Our own writes notify their observers themselves; Apple posts the notification synchronously inside them.
@@ -204,9 +194,9 @@ final class ChangeHub: Sendable {
     if scheduled { externalRefreshCount.add(1, ordering: .relaxed) }
   }
 
-  /// A change of one key reported by storage (Apple: key-value observing). Inside a write of the hub's own it is
-  /// that write, already delivered; any other (another process's write) is re-read off the reporting thread,
-  /// which is inside Apple's machinery, with the reports that arrive meanwhile.
+  /// A change of one key reported by storage (Apple: key-value observing). Inside a write of the hub's own it is that
+  /// write, already delivered; any other is re-read off the reporting thread (inside Apple's machinery), with the
+  /// reports that arrive meanwhile.
   private func keyChangeReported(_ key: String) {
     guard !gate.isHeldByCurrentThread else { return }
     keyReportCount.add(1, ordering: .relaxed)

@@ -281,5 +281,6 @@ extension SuiteFileRecord {
 
   /// Told each step of each save of the suite file at the path it is registered under (tests use it to act at that
   /// moment).
+  /// (By path as Swift compares strings: safe for a test hook, no test registers two canonically equivalent paths.)
   static let saveSteps = Locked<[String: @Sendable (SaveStep) -> Void]>([:])
 }
