@@ -12,17 +12,28 @@ import Synchronization
 enum Commands {
   typealias Failure = RDefaults.Failure
 
-  /// Whether the command's DOMAIN is a file's path (`--file PATH`): a file store over that property list.
-  @TaskLocal static var targetIsFile = false
+  /// The file given with `--file PATH` in the DOMAIN's place, if any: the command then works on a file store over
+  /// that property list. (Passed beside the arguments, not among them, so that no path is taken for an option.)
+  @TaskLocal static var targetFile: String?
 
-  /// How messages name the command's DOMAIN: `domain 'NAME'`, or `file 'PATH'`.
+  static var targetIsFile: Bool { targetFile != nil }
+
+  /// The word that stands in the DOMAIN's place while `--file PATH` is the target.
+  static let fileTargetPlaceholder = "file"
+
+  /// How messages name the command's DOMAIN: `domain 'NAME'`, or `file 'PATH'` (escaped: a path may hold anything).
   static func target(_ domain: String) -> String {
-    targetIsFile ? "file '\(Formatting.escaped(domain))'" : "domain '\(domain)'"
+    targetFile.map { "file '\(Formatting.escaped($0))'" } ?? "domain '\(domain)'"
   }
 
   /// The command line's DOMAIN as the commands that follow it show it (`--file PATH` for a file).
   static func targetArgument(_ domain: String) -> String {
-    targetIsFile ? "--file \(Formatting.escaped(domain))" : domain
+    targetFile.map { "--file \(Formatting.escaped($0))" } ?? domain
+  }
+
+  /// The DOMAIN as a status line shows it: the name, or the file's path, escaped.
+  static func targetName(_ domain: String) -> String {
+    targetFile.map { Formatting.escaped($0) } ?? domain
   }
 
   // MARK: Domains
@@ -30,7 +41,7 @@ enum Commands {
   /// Opens a domain's store. Its file was checked on opening: an unreadable file fails a command that reads it
   /// (`reading: true`), and is a warning for one that replaces it (the library keeps a backup first).
   static func openStore(_ domain: String, command: String, reading: Bool) throws -> DefaultsStore {
-    let store = try targetIsFile ? openFile(domain, command: command) : openDomain(domain, command: command)
+    let store = try targetFile.map { try openFile($0, command: command) } ?? openDomain(domain, command: command)
     let issues = Mutex<[DefaultsError]>([])
     store.issueHandler = { issue in issues.withLock { $0.append(issue) } }
     for issue in issues.withLock({ $0 }) {
@@ -561,7 +572,7 @@ enum Commands {
       else {
         throw Failure(
           message: "cannot watch a whole domain on this platform (its file belongs to the preferences daemon).",
-          hint: "Name the keys to watch: rdefaults watch \(domain) KEY…", code: .failure)
+          hint: "Name the keys to watch: rdefaults watch \(targetArgument(domain)) KEY…", code: .failure)
       }
       tokens.append(token)
     } else {
@@ -574,7 +585,7 @@ enum Commands {
     // nothing, so ending at once (`_exit`, safe in a signal handler) loses nothing.
     for signalNumber in [SIGINT, SIGTERM] { signal(signalNumber) { _ in _exit(0) } }
     RDefaults.printError(
-      "Watching \(domain)"
+      "Watching \(targetName(domain))"
         + (keys.isEmpty ? "" : " (" + keys.map { Formatting.listing(.string($0)) }.joined(separator: ", ") + ")")
         + "; Ctrl-C stops.")
     withExtendedLifetime(tokens) { dispatchMain() }

@@ -28,7 +28,7 @@ enum Completions {
     let domainCases = positions(.domain).joined(separator: "|")
     let fileCases = positions(.file).joined(separator: "|")
     let optionCases = Help.commands.filter { !$0.allOptions.isEmpty }.map { command in
-      "    \(command.name)) options=\"\(command.allOptions.joined(separator: " "))\" ;;"
+      "    \(command.name)) options=\"-h --help \(command.allOptions.joined(separator: " "))\" ;;"
     }.joined(separator: "\n")
     return """
       # bash completion for rdefaults: source it, or save it as

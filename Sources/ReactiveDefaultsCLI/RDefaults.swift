@@ -107,8 +107,8 @@ public enum RDefaults {
     // `--file PATH` in the DOMAIN's place: the command works on that property-list file.
     if spec.takesFile, rest.first == "--file" {
       guard rest.count >= 2 else { throw usage("--file needs the path of a property-list file.", command: command) }
-      return try Commands.$targetIsFile.withValue(true) {
-        try run(command, [rest[1]] + rest.dropFirst(2))
+      return try Commands.$targetFile.withValue(rest[1]) {
+        try run(command, [Commands.fileTargetPlaceholder] + rest.dropFirst(2))
       }
     }
     try run(command, rest)

@@ -133,6 +133,12 @@ private func withFile(_ body: (String) async throws -> Void) async rethrows {
       #expect(result.status == 64, "\(arguments): \(result.error)")
       #expect(result.error.hasPrefix("Error: "), "\(arguments)")
     }
+    // A path that looks like an option, or is `--`, is the file's path all the same.
+    let dashed = config + "/-x.plist"
+    #expect(try await runTool(["write", "--file", dashed, "k", "v"], config: config).status == 0)
+    #expect(try await runTool(["read", "--file", dashed, "k"], config: config).output == "v\n")
+    let named = try await runTool(["read", "--file", "--"], config: config)
+    #expect(named.status == 1 && named.error.contains("file '--' does not exist"), "\(named.error)")
     let bash = try await runTool(["--generate-completion-script", "bash"], config: config).output
     #expect(bash.contains("--file"))
     #expect(bash.contains("${COMP_WORDS[COMP_CWORD-1]} == --file"))

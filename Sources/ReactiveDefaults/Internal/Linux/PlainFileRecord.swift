@@ -66,12 +66,21 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
       memory.replace(with: [:], loaded: .absent)
       return nil
     }
+    var locked = false
     do {
-      return try locked { () throws(SaveFailure) -> DefaultsError? in try load().issue }
-    } catch {
+      return try self.locked { () throws(SaveFailure) -> DefaultsError? in
+        locked = true
+        return try load().issue
+      }
+    } catch  where !locked {
       do { return try load().issue } catch { return file.failure(error) }
+    } catch {
+      return file.failure(error)
     }
   }
+
+  /// A file this process may only read (the lock file cannot be made beside it) is read without the lock.
+  var readsWithoutTheLock: Bool { true }
 
   /// The file as it is now, checked (a damaged file is reported and backed up; it reads as empty), and its stamp,
   /// taken before it was read: a change made while it was read then reads as a change.
@@ -100,10 +109,11 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
     // Taking the lock creates the folder: a save with nothing to write into a folder that does not exist creates
     // nothing (what is unsaved is only looked at here; it is taken under the lock).
     if writtenSince().isEmpty && file.system.status(file.folder) == nil { return SaveOutcome() }
-    let outcome = try locked { () throws(SaveFailure) -> SaveOutcome in
-      try recoverJournal()
-      let stamp = file.stamp()
+    var outcome = try locked { () throws(SaveFailure) -> SaveOutcome in
+      // The stamp after the check, as the check's read is of that file (or newer): known entries of an older stamp
+      // never stand in for a file another writer replaced in between.
       let check = try check()
+      let stamp = file.stamp()
       let writes = takingWrites()
       var entries = try knownOrOnDisk(check, at: stamp)
       for (key, value) in writes { entries[key] = value }
@@ -143,15 +153,25 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
       }
       return SaveOutcome(issue: check.issue, changedElsewhere: check.changedElsewhere)
     }
-    // Flushed after the lock: the next process waiting for it need not wait for the disk as well.
-    try file.flushFolder(of: file.path)
+    // Flushed after the lock: the next process waiting for it need not wait for the disk as well. The save is
+    // committed by then: a failure to flush is reported, never a failed save (whose writes, tried again, would be
+    // applied over what another process saved since).
+    do throws(SaveFailure) {
+      try file.flushFolder(of: file.path)
+    } catch {
+      outcome.issue = outcome.issue ?? DefaultsError.saveFailed(path: file.path, reason: "saved, but \(error.reason)")
+    }
     return outcome
   }
 
   func reload(whenIdle: (() -> Bool) -> Bool) throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) {
+    var locked = false
     do {
-      return try locked { () throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) in try reloadNow(whenIdle) }
-    } catch {
+      return try self.locked { () throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) in
+        locked = true
+        return try reloadNow(whenIdle)
+      }
+    } catch  where !locked {
       // A file this process may only read: read without the lock.
       return try reloadNow(whenIdle)
     }
@@ -162,7 +182,9 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
   ) {
     let (check, stamp, entries) = try current()
     let reloaded = whenIdle {
-      memory.replace(with: entries, loaded: MemoryOfFile(loadedAt: stamp))
+      // The file may have gone since it was read (its folder removed, which a reader taking no lock records as the
+      // missing file meanwhile): memory is then not that file.
+      memory.replace(with: entries, loaded: file.stamp() == stamp ? MemoryOfFile(loadedAt: stamp) : .untrusted)
       return true
     }
     return (check.issue, reloaded)
@@ -170,9 +192,8 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
 
   func merge(_ changes: [(key: PropertyListKey, value: PropertyListValue?)]) throws(SaveFailure) -> DefaultsError? {
     try locked { () throws(SaveFailure) -> DefaultsError? in
-      try recoverJournal()
-      let stamp = file.stamp()
       let check = try check()
+      let stamp = file.stamp()
       let (domain, savedStamp) = try commitMerge(changes, into: knownOrOnDisk(check, at: stamp))
       memory.replace(with: domain, loaded: savedStamp.map(MemoryOfFile.loaded) ?? .untrusted)
       recordSynced(at: savedStamp, entries: domain)

@@ -50,6 +50,8 @@ final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
     corelibs.synchronize()
   }
 
+  var readsWithoutTheLock: Bool { false }
+
   /// corelibs' cost of adding a key grows with the number of unsaved keys, and a save costs O(keys in the file):
   /// saving every √(file size in bytes) keys (at least 256) balances the two.
   var unsavedKeysBeforeSave: Int {

@@ -44,9 +44,16 @@ extension SuitePersistence {
         }
       }
     } catch {
-      // Only the lock can fail here: the file stays as it is, to be reloaded at its next change.
-      findings.issues.append(
-        .unreadableFile(path: file.path, reason: "cannot be reloaded: \(error.reason)", backup: nil))
+      // Only the lock can fail here. A file store reads its file without it (a folder this process may only read);
+      // a suite's file stays as it is, to be reloaded at its next change.
+      if record.readsWithoutTheLock {
+        findings.changedElsewhere = true
+        reloaded = true
+        do throws(DefaultsError) { try reloadHoldingLock(&findings) } catch { findings.issues.append(error) }
+      } else {
+        findings.issues.append(
+          .unreadableFile(path: file.path, reason: "cannot be reloaded: \(error.reason)", backup: nil))
+      }
     }
   }
 

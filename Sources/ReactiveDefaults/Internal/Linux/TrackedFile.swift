@@ -209,6 +209,9 @@ protocol FileRecord: TrackedFile {
   func saveForeignWrites() -> Bool
   /// How many distinct keys written since the last save trigger a save at once.
   var unsavedKeysBeforeSave: Int { get }
+  /// Whether a reload may read the file without its lock when the lock cannot be taken (a file store in a folder this
+  /// process may only read); a suite's copy is loaded under the lock only.
+  var readsWithoutTheLock: Bool { get }
 }
 
 extension FileRecord {
