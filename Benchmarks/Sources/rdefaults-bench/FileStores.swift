@@ -73,24 +73,6 @@ enum FileStores {
       for index in 0..<keys { store[DefaultsKey<Int>("k\(index)", default: 0)] = index }
       store.flush()
     }
-    let key = DefaultsKey<Int>("observed", default: 0)
-    let delivered = Atomic<Int>(0)
-    let tokens = stores.map { $0.property(key).observe { _ in delivered.add(1, ordering: .relaxed) } }
-    let operations = settings.quick ? 10_000 : 20_000
-    var next = 0
-    let (base, mine) = compare(
-      rounds: settings.rounds, operations: operations,
-      baseline: { _ in
-        next &+= 1
-        stores[0][key] = next
-      },
-      ours: { _ in
-        next &+= 1
-        stores[1][key] = next
-      })
-    for store in stores { store.flush() }
-    tokens.forEach { $0.cancel() }
-    precondition(delivered.load(ordering: .relaxed) > 0, "the observers never ran")
-    return Comparison(baselineNanoseconds: base, oursNanoseconds: mine, ratio: mine / base)
+    return Growth.writeGrowth(small: stores[0], large: stores[1], settings)
   }
 }

@@ -28,8 +28,13 @@ enum Growth {
       cleanUp(small)
       cleanUp(large)
     }
+    return writeGrowth(small: DefaultsStore(suiteName: small)!, large: DefaultsStore(suiteName: large)!, settings)
+  }
+
+  /// Writes of one observed key in `large` ÷ in `small`, continuing across coalesced saves (suites or file stores).
+  static func writeGrowth(small: DefaultsStore, large: DefaultsStore, _ settings: Settings) -> Comparison {
+    let stores = [small, large]
     let key = DefaultsKey<Int>("observed", default: 0)
-    let stores = [DefaultsStore(suiteName: small)!, DefaultsStore(suiteName: large)!]
     let delivered = Atomic<Int>(0)
     let tokens = stores.map { $0.property(key).observe { _ in delivered.add(1, ordering: .relaxed) } }
     // About 0.3 s of writes per round: six or more coalesced saves (one every 50 ms while writes go on).
