@@ -46,15 +46,12 @@ try run(settings)
 
 func run(_ settings: Settings) throws {
   let started = Date()
-  var fields: [String: Double?] = [:]
-  var rows: [(String, String, String, String)] = []
+  var report = Report()
   func row(_ name: String, _ comparison: Comparison, target: String) {
-    fields[name] = comparison.ratio
-    rows.append(
-      (
-        name, String(format: "%.2f", comparison.ratio), target,
-        String(format: "%.0f ns vs %.0f ns", comparison.baselineNanoseconds, comparison.oursNanoseconds)
-      ))
+    report.add(
+      name, comparison.ratio, target: target,
+      detail: String(format: "%.0f ns vs %.0f ns", comparison.baselineNanoseconds, comparison.oursNanoseconds),
+      extras: ["baseline_ns": comparison.baselineNanoseconds, "ours_ns": comparison.oursNanoseconds])
   }
 
   let reads = Scenarios.reads(settings)
@@ -82,33 +79,30 @@ func run(_ settings: Settings) throws {
   }
   row("main_actor_delivery_overhead", MainActorDelivery.measure(settings), target: "≤ 3")
   let latencies = try CrossProcess.measure(samples: settings.quick ? 100 : 300)
-  fields["cross_process_p50_ms"] = percentile(latencies, 0.5)
-  fields["cross_process_p99_ms"] = percentile(latencies, 0.99)
-  rows.append(
-    ("cross_process_p50_ms", String(format: "%.2f", percentile(latencies, 0.5)), "≤ 1", "\(latencies.count) samples"))
-  rows.append(
-    (
-      "cross_process_p99_ms", String(format: "%.2f", percentile(latencies, 0.99)), "≤ 3",
-      "max \(String(format: "%.2f", latencies.max() ?? 0)) ms"
-    ))
+  report.add(
+    "cross_process_p50_ms", percentile(latencies, 0.5), target: "≤ 1", detail: "\(latencies.count) samples",
+    extras: ["samples": Double(latencies.count)])
+  report.add(
+    "cross_process_p99_ms", percentile(latencies, 0.99), target: "≤ 3",
+    detail: "max \(String(format: "%.2f", latencies.max() ?? 0)) ms", extras: ["max_ms": latencies.max() ?? .nan])
   let unobserved = try CrossProcess.measure(samples: settings.quick ? 100 : 300, observed: false)
-  fields["cross_process_unobserved_p99_ms"] = percentile(unobserved, 0.99)
-  rows.append(
-    (
-      "cross_process_unobserved_p99_ms", String(format: "%.2f", percentile(unobserved, 0.99)), "≤ 3",
-      "no observer; p50 \(String(format: "%.2f", percentile(unobserved, 0.5))) ms"
-    ))
+  report.add(
+    "cross_process_unobserved_p99_ms", percentile(unobserved, 0.99), target: "≤ 3",
+    detail: "no observer; p50 \(String(format: "%.2f", percentile(unobserved, 0.5))) ms",
+    extras: ["p50_ms": percentile(unobserved, 0.5)])
   let memory = Scenarios.bytesPerObserver(settings)
-  fields["bytes_per_observer"] = memory.bytes
-  rows.append(("bytes_per_observer", String(format: "%.0f", memory.bytes), "≤ 512", "\(memory.observers) observers"))
+  report.add(
+    "bytes_per_observer", memory.bytes, target: "≤ 512", detail: "\(memory.observers) observers", decimals: 0,
+    extras: ["observers": Double(memory.observers)])
   // A floor, decided with corelibs in the path (its ceiling there is about 10×): see Benchmarks/README.md.
   row("bulk_new_keys_speedup_8000", Scenarios.bulkNewKeys(settings), target: "≥ 4.5")
   for (name, writer) in [("torn_reads_ours", TornReads.Writer.suiteStore), ("torn_reads_plain", .plain)] {
     let counted = try TornReads.measure(writer)
-    fields[name] = Double(counted.torn)
     // A reader that takes no lock: measured and reported, no target (readers using the library see no torn file:
     // tested, not measured here).
-    rows.append((name, "\(counted.torn)", "-", "of \(counted.reads) reads during 50 saves"))
+    report.add(
+      name, Double(counted.torn), target: "-", detail: "of \(counted.reads) reads during 50 saves", decimals: 0,
+      extras: ["reads": Double(counted.reads)])
   }
 
   // The file store (`DefaultsStore(fileURL:)`), against raw corelibs in the same run.
@@ -117,15 +111,14 @@ func run(_ settings: Settings) throws {
   row("file_store_write_ratio", FileStores.write(settings), target: "≤ 0.2")
   row("file_store_write_growth_10000", FileStores.writeGrowth(settings), target: "≤ 1.2")
   let fileTorn = try TornReads.measure(.fileStore)
-  fields["file_store_torn_reads"] = Double(fileTorn.torn)
-  rows.append(("file_store_torn_reads", "\(fileTorn.torn)", "0", "of \(fileTorn.reads) reads during 50 saves"))
+  report.add(
+    "file_store_torn_reads", Double(fileTorn.torn), target: "0", detail: "of \(fileTorn.reads) reads during 50 saves",
+    decimals: 0, extras: ["reads": Double(fileTorn.reads)])
   let fileLatencies = try CrossProcess.measure(samples: settings.quick ? 100 : 300, fileStore: true)
-  fields["file_store_cross_process_p99_ms"] = percentile(fileLatencies, 0.99)
-  rows.append(
-    (
-      "file_store_cross_process_p99_ms", String(format: "%.2f", percentile(fileLatencies, 0.99)), "≤ 1",
-      "p50 \(String(format: "%.2f", percentile(fileLatencies, 0.5))) ms, \(fileLatencies.count) samples"
-    ))
+  report.add(
+    "file_store_cross_process_p99_ms", percentile(fileLatencies, 0.99), target: "≤ 1",
+    detail: "p50 \(String(format: "%.2f", percentile(fileLatencies, 0.5))) ms, \(fileLatencies.count) samples",
+    extras: ["p50_ms": percentile(fileLatencies, 0.5), "samples": Double(fileLatencies.count)])
 
   if let chartPath = settings.chartPath {
     let panels = try Curves.measure(settings, fanout: fanouts, readAfterWrite: readAfterWrite.map(\.1))
@@ -139,24 +132,9 @@ func run(_ settings: Settings) throws {
     }
   }
 
-  let width = rows.map(\.0.count).max() ?? 20
-  print(
-    "ReactiveDefaults benchmark\(settings.quick ? " (quick)" : ""), \(ProcessInfo.processInfo.activeProcessorCount) cores"
-  )
-  print(
-    "metric".padding(toLength: width, withPad: " ", startingAt: 0)
-      + "  value     target  baseline vs ours (per operation)")
-  for (name, value, target, detail) in rows {
-    print(
-      name.padding(toLength: width, withPad: " ", startingAt: 0) + "  "
-        + value.padding(toLength: 8, withPad: " ", startingAt: 0)
-        + "  " + target.padding(toLength: 6, withPad: " ", startingAt: 0) + "  " + detail)
-  }
-  print(String(format: "(%.0f s)", Date().timeIntervalSince(started)))
-
+  let seconds = Date().timeIntervalSince(started)
+  print(report.table(quick: settings.quick, seconds: seconds))
   if let path = settings.jsonPath {
-    let object = fields.mapValues { value -> Any in value.map { $0 as Any } ?? NSNull() }
-    let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
-    try data.write(to: URL(fileURLWithPath: path))
+    try report.json(quick: settings.quick, seconds: seconds).write(to: URL(fileURLWithPath: path))
   }
 }
