@@ -45,8 +45,8 @@ let package = Package(
         "ReactiveDefaultsCLI", "ReactiveDefaults", "rdefaults", "rdefaults-test-helper", "TestSupport", "HistoryChecker",
       ]
     ),
-    // The article snippets, compiled: kept apart because they declare keys of their own.
-    .testTarget(name: "DocumentationTests", dependencies: ["ReactiveDefaults"]),
+    // The article snippets, compiled, and README.md's, type-checked: kept apart because they declare keys of their own.
+    .testTarget(name: "DocumentationTests", dependencies: ["ReactiveDefaults", "TestSupport"]),
     // Compiled only with the RxSwift or RxCocoa trait; empty otherwise.
     .testTarget(
       name: "ReactiveDefaultsRxTests",

@@ -1,0 +1,39 @@
+// Every Swift block of README.md, read from the README itself and compiled as a user would paste it: a program of its
+// own (its `main.swift`) against the modules this test run built, or a `Package.swift` parsed by SwiftPM. The Rx blocks
+// are compiled by ReactiveDefaultsRxTests, with their trait; the SwiftUI ones where SwiftUI exists.
+import Foundation
+import TestSupport
+import Testing
+
+@Suite struct ReadmeTests {
+  @Test func everyBlockIsOfAKindATestCompiles() throws {
+    let snippets = try ReadmeSnippet.all()
+    // The hello example, usage, SwiftUI's model and view, the manifest, Rx: a renamed fence would check nothing.
+    #expect(snippets.count >= 6, "\(snippets)")
+    #expect(snippets.contains { $0.kind == .manifest })
+    #expect(snippets.contains { $0.kind == .rx })
+    #expect(snippets.filter { $0.kind == .program }.count >= 3)
+  }
+
+  @Test func everyProgramTypeChecks() async throws {
+    let programs = try ReadmeSnippet.all().filter { snippet in
+      #if canImport(SwiftUI)
+        snippet.kind == .program || snippet.kind == .swiftUI
+      #else
+        snippet.kind == .program
+      #endif
+    }
+    for snippet in programs {
+      let result = try await offThePool { try snippet.typeCheck() }
+      #expect(result.status == 0, "\(snippet) does not compile as written:\n\(result.diagnostics)\n\(snippet.code)")
+    }
+  }
+
+  @Test func theManifestParses() async throws {
+    for snippet in try ReadmeSnippet.all() where snippet.kind == .manifest {
+      let result = try await offThePool { try snippet.parseManifest() }
+      #expect(result.status == 0, "\(snippet) is not a manifest SwiftPM reads:\n\(result.diagnostics)")
+      #expect(result.diagnostics.contains("ReactiveDefaults"), "\(snippet) does not depend on the package")
+    }
+  }
+}

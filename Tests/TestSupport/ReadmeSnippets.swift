@@ -1,0 +1,104 @@
+public import Foundation
+
+/// A Swift block of README.md, read from the README itself, so that a snippet and the test that compiles it cannot
+/// drift apart.
+public struct ReadmeSnippet: Sendable, CustomStringConvertible {
+  /// What a block needs to be compiled, from its first line and its imports.
+  public enum Kind: Sendable, Equatable {
+    /// A program of its own, on the library and what every toolchain has (Foundation, Observation, Dispatch).
+    case program
+    /// A program that imports RxSwift or RxCocoa: compiled by the Rx tests, with the trait.
+    case rx
+    /// A program that imports SwiftUI: compiled where SwiftUI exists (Apple platforms).
+    case swiftUI
+    /// A `Package.swift` (it begins with `// swift-tools-version`).
+    case manifest
+  }
+
+  /// The line of README.md the code starts on (after the fence).
+  public let line: Int
+  public let code: String
+
+  public var kind: Kind {
+    if code.hasPrefix("// swift-tools-version") { return .manifest }
+    let imports = Set(
+      code.split(separator: "\n").compactMap { line -> String? in
+        let words = line.split(separator: " ")
+        return words.count == 2 && words[0] == "import" ? String(words[1]) : nil
+      })
+    if !imports.isDisjoint(with: ["RxSwift", "RxCocoa"]) { return .rx }
+    if imports.contains("SwiftUI") { return .swiftUI }
+    return .program
+  }
+
+  public var description: String { "README.md:\(line)" }
+
+  /// The package's README.md.
+  public static let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent("README.md")
+
+  /// The first line of a block that is compiled after the block before it.
+  public static let continuation = "// Continues the block above"
+
+  /// Every ```` ```swift ```` block of README.md, in order.
+  public static func all() throws -> [ReadmeSnippet] {
+    let lines = try String(contentsOf: readme, encoding: .utf8).components(separatedBy: "\n")
+    var snippets: [ReadmeSnippet] = []
+    var start: Int?
+    for (index, line) in lines.enumerated() {
+      if let first = start {
+        if line.hasPrefix("```") {
+          var code = lines[first..<index].joined(separator: "\n") + "\n"
+          // A block that goes on from the one before it (a view of the model above) is compiled with it.
+          if code.hasPrefix(continuation), let previous = snippets.last { code = previous.code + code }
+          snippets.append(ReadmeSnippet(line: first + 1, code: code))
+          start = nil
+        }
+      } else if line == "```swift" {
+        start = index + 1
+      }
+    }
+    return snippets
+  }
+
+  /// Type-checks the snippet as a user's `main.swift` would be (top-level code allowed), in the Swift 6 language mode,
+  /// against the modules this test run built: what a user gets who pastes it into a program that depends on the
+  /// package. Blocking: call it off the cooperative pool.
+  ///
+  /// - Parameter prelude: Declarations the snippet assumes and does not show (an app's own controls), placed before it.
+  /// - Returns: The compiler's exit status and what it printed.
+  public func typeCheck(prelude: String = "") throws -> (status: Int32, diagnostics: String) {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("readme-snippet-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let file = folder.appendingPathComponent("main.swift")
+    try Data((prelude + code).utf8).write(to: file)
+    return try run(
+      "swiftc",
+      [
+        "-typecheck", "-swift-version", "6", "-I", productsFolder.appendingPathComponent("Modules").path, file.path,
+      ])
+  }
+
+  /// Parses the snippet as a package's manifest (`swift package dump-package`), in a folder of its own.
+  public func parseManifest() throws -> (status: Int32, diagnostics: String) {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("readme-manifest-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    try Data(code.utf8).write(to: folder.appendingPathComponent("Package.swift"))
+    return try run("swift", ["package", "--package-path", folder.path, "dump-package"])
+  }
+
+  private func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, diagnostics: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [tool] + arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+  }
+}
