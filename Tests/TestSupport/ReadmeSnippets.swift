@@ -17,8 +17,10 @@ public struct ReadmeSnippet: Sendable, CustomStringConvertible {
 
   /// The line of README.md the code starts on (after the fence).
   public let line: Int
+  /// The block's code; for a continuation, with the block before it in front.
   public let code: String
 
+  /// What the block needs to be compiled.
   public var kind: Kind {
     if code.hasPrefix("// swift-tools-version") { return .manifest }
     let imports = Set(
@@ -31,6 +33,7 @@ public struct ReadmeSnippet: Sendable, CustomStringConvertible {
     return .program
   }
 
+  /// Where the block is, for messages.
   public var description: String { "README.md:\(line)" }
 
   /// The package's README.md.
