@@ -34,10 +34,10 @@ public final class DefaultsStore: Sendable {
   private let issueHandlerStorage = Locked<(@Sendable (DefaultsError) -> Void)?>(nil)
 
   /// Creates a store over a named suite, or returns `nil` for a name that could address a file outside the
-  /// preferences folder.
+  /// preferences folder or forge terminal output.
   ///
-  /// - Parameter suiteName: The suite's name, such as `"group.app"`. Empty names and names that contain `/`
-  ///   or `..` are refused, as are names Foundation refuses.
+  /// - Parameter suiteName: The suite's name, such as `"group.app"`. Names ``isValidSuiteName(_:)`` rejects are
+  ///   refused, as are names Foundation refuses.
   public init?(suiteName: String) {
     guard Self.isValidSuiteName(suiteName), let hub = HubRegistry.hub(suiteName: suiteName) else { return nil }
     self.hub = hub

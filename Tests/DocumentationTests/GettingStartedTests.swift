@@ -16,7 +16,10 @@ enum Theme: String, DefaultsValue { case light, dark, system }
 /// Removes a suite through the library: a plain `removePersistentDomain` would `synchronize()`, which on Linux
 /// writes every suite of this process (the other tests' too) without the library's locks and checks.
 private func removeSuite(_ name: String) {
-  try? DefaultsStore(suiteName: name)?.removeSuite()
+  guard let store = DefaultsStore(suiteName: name) else { return }
+  try? store.removeSuite()
+  // The lock file stays when a suite goes; these suites are this test's alone.
+  if let lock = store.fileURL.map({ $0.path + ".lock" }) { try? FileManager.default.removeItem(atPath: lock) }
 }
 
 /// The article's example: a player that keeps its volume in the store it is given.

@@ -162,6 +162,8 @@ private func afterReloads(
         for index in 0..<3 {
           DefaultsStore(suiteName: others + ".\(index)")?.removeAll()
           DefaultsStore(suiteName: others + ".\(index)")?.flush()
+          // The lock files stay when a suite goes; no other process knows these names.
+          try? FileManager.default.removeItem(atPath: processConfigFolder + "/" + others + ".\(index).plist.lock")
         }
       }
       churn.start()

@@ -6,11 +6,36 @@ import Testing
 
 @testable import ReactiveDefaults
 
-/// A fresh suite for one test: a unique name, so tests run in parallel without sharing state.
+/// A fresh suite for one test: a unique name, so tests run in parallel without sharing state. Its files (and those
+/// of names that begin with it) are removed when the test process exits.
 func makeSuiteName(_ function: String = #function) -> String {
   let label = function.prefix { $0.isLetter || $0.isNumber }
-  return "ReactiveDefaultsTests.\(label).\(UUID().uuidString)"
+  let name = "ReactiveDefaultsTests.\(label).\(UUID().uuidString)"
+  madeSuites.withLock { $0.append(name) }
+  _ = removesMadeSuitesAtExit
+  return name
 }
+
+/// The suites `makeSuiteName` made in this process.
+private let madeSuites = Mutex<[String]>([])
+
+/// Removes the made suites' files at exit, so that `swift test` leaves nothing in the preferences folder
+/// (`~/.config` unless `XDG_CONFIG_HOME` names another): on Linux only, where the files are corelibs' (on Apple
+/// platforms the preferences daemon owns them). The library's pending saves run first, so none writes a file after.
+private let removesMadeSuitesAtExit: Void = {
+  #if os(Linux)
+    atexit {
+      SaveOnExit.saveAll()
+      // The test process's own domain too (`UserDefaults.standard`, which some tests write).
+      let names = madeSuites.withLock { $0 } + [ProcessInfo.processInfo.processName + ".plist"]
+      let folder = preferencesFolder
+      let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+      for file in files where names.contains(where: { file.hasPrefix($0) }) {
+        try? FileManager.default.removeItem(at: folder.appendingPathComponent(file))
+      }
+    }
+  #endif
+}()
 
 /// A store over a fresh suite, with its issues recorded.
 func makeStore(_ function: String = #function) -> (DefaultsStore, Recorder<DefaultsError>) {

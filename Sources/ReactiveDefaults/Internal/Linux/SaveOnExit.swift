@@ -29,7 +29,8 @@ enum SaveOnExit {
   /// a lock another process holds.
   static let inFlightTimeout: DispatchTimeInterval = .seconds(10)
 
-  private static func saveAll() {
+  /// Internal, not private: the tests call it before they remove the suites they made, so that nothing is saved after.
+  static func saveAll() {
     let all = pending.withLock { pending in
       defer { pending = [:] }
       return pending.values.compactMap(\.persistence)
