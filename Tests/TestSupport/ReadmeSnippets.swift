@@ -76,11 +76,16 @@ public struct ReadmeSnippet: Sendable, CustomStringConvertible {
     defer { try? FileManager.default.removeItem(at: folder) }
     let file = folder.appendingPathComponent("main.swift")
     try Data((prelude + code).utf8).write(to: file)
-    return try run(
-      "swiftc",
-      [
-        "-typecheck", "-swift-version", "6", "-I", productsFolder.appendingPathComponent("Modules").path, file.path,
-      ])
+    var arguments = ["-typecheck", "-swift-version", "6", "-I", productsFolder.appendingPathComponent("Modules").path]
+    #if os(macOS)
+      // The package's own minimum, which its modules were built for (the compiler's default is the host's version).
+      #if arch(arm64)
+        arguments += ["-target", "arm64-apple-macosx15.0"]
+      #else
+        arguments += ["-target", "x86_64-apple-macosx15.0"]
+      #endif
+    #endif
+    return try run("swiftc", arguments + [file.path])
   }
 
   /// Parses the snippet as a package's manifest (`swift package dump-package`), in a folder of its own.
