@@ -73,9 +73,9 @@ public final class DefaultsProperty<Value: DefaultsValue>: Sendable, Observable 
   /// Calls `handler` with the current value (unless `initial` is false), then with every distinct change.
   ///
   /// The handler runs synchronously, after the new value is visible to readers and outside every lock, so it may
-  /// read and write the store. It runs on the thread that made the change (for another process's save, or a plain
-  /// `UserDefaults` write, a thread of the library's: see "Which thread an observer runs on" in the Gotchas
-  /// article), unless another thread is already
+  /// read and write the store. For a write through the library in this process it runs on the thread that made the
+  /// change (for other sources of change, see "Which thread an observer runs on" in the Gotchas article), unless
+  /// another thread is already
   /// delivering to this observer: changes that arrive while the handler runs are delivered by that thread right
   /// after it returns (the newest one only, if several arrived), so an observer never sees an older value after a
   /// newer one, and never runs on two threads at once.

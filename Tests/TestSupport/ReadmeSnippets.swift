@@ -43,23 +43,34 @@ public struct ReadmeSnippet: Sendable, CustomStringConvertible {
   /// The first line of a block that is compiled after the block before it.
   public static let continuation = "// Continues the block above"
 
-  /// Every ```` ```swift ```` block of README.md, in order.
+  /// Every ```` ```swift ```` block of README.md, in order: a fence is a line that begins, after white space, with three
+  /// backticks; the word after them names the block's language, and a line of backticks alone closes it.
+  ///
+  /// - Throws: `CocoaError.fileReadCorruptFile` for a block the README never closes (it would check nothing).
   public static func all() throws -> [ReadmeSnippet] {
-    let lines = try String(contentsOf: readme, encoding: .utf8).components(separatedBy: "\n")
+    let lines = try String(contentsOf: readme, encoding: .utf8).replacingOccurrences(of: "\r\n", with: "\n")
+      .components(separatedBy: "\n")
     var snippets: [ReadmeSnippet] = []
-    var start: Int?
+    var open: (start: Int, isSwift: Bool)?
     for (index, line) in lines.enumerated() {
-      if let first = start {
-        if line.hasPrefix("```") {
-          var code = lines[first..<index].joined(separator: "\n") + "\n"
+      let trimmed = line.trimmingCharacters(in: .whitespaces)
+      guard trimmed.hasPrefix("```") else { continue }
+      let language = trimmed.drop { $0 == "`" }.trimmingCharacters(in: .whitespaces)
+      if let block = open {
+        guard language.isEmpty else { continue }  // a fence that opens, inside a block: text of the block
+        if block.isSwift {
+          var code = lines[block.start..<index].joined(separator: "\n") + "\n"
           // A block that goes on from the one before it (a view of the model above) is compiled with it.
           if code.hasPrefix(continuation), let previous = snippets.last { code = previous.code + code }
-          snippets.append(ReadmeSnippet(line: first + 1, code: code))
-          start = nil
+          snippets.append(ReadmeSnippet(line: block.start + 1, code: code))
         }
-      } else if line == "```swift" {
-        start = index + 1
+        open = nil
+      } else {
+        open = (index + 1, language.split(separator: " ").first == "swift")
       }
+    }
+    if let block = open {
+      throw CocoaError(.fileReadCorruptFile, userInfo: [NSFilePathErrorKey: "README.md:\(block.start): unclosed block"])
     }
     return snippets
   }
@@ -76,7 +87,11 @@ public struct ReadmeSnippet: Sendable, CustomStringConvertible {
     defer { try? FileManager.default.removeItem(at: folder) }
     let file = folder.appendingPathComponent("main.swift")
     try Data((prelude + code).utf8).write(to: file)
-    var arguments = ["-typecheck", "-swift-version", "6", "-I", productsFolder.appendingPathComponent("Modules").path]
+    // Warnings fail it, as they fail the project's own build; the module cache goes to the temporary folder, not ~/.cache.
+    var arguments = [
+      "-typecheck", "-swift-version", "6", "-warnings-as-errors", "-module-cache-path", Self.moduleCache.path,
+      "-I", productsFolder.appendingPathComponent("Modules").path,
+    ]
     #if os(macOS)
       // The package's own minimum, which its modules were built for (the compiler's default is the host's version).
       #if arch(arm64)
@@ -88,19 +103,31 @@ public struct ReadmeSnippet: Sendable, CustomStringConvertible {
     return try run("swiftc", arguments + [file.path])
   }
 
-  /// Parses the snippet as a package's manifest (`swift package dump-package`), in a folder of its own.
+  /// The compiler's module cache for the snippets, shared by a run's type checks.
+  private static let moduleCache = FileManager.default.temporaryDirectory.appendingPathComponent(
+    "readme-snippets-module-cache")
+
+  /// Parses the snippet as a package's manifest (`swift package dump-package`), in a folder of its own, which also
+  /// holds SwiftPM's configuration, caches and lock files for the call (they would otherwise go to the user's folders
+  /// and the temporary one).
   public func parseManifest() throws -> (status: Int32, diagnostics: String) {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("readme-manifest-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let package = folder.appendingPathComponent("package")
+    try FileManager.default.createDirectory(at: package, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: folder) }
-    try Data(code.utf8).write(to: folder.appendingPathComponent("Package.swift"))
-    return try run("swift", ["package", "--package-path", folder.path, "dump-package"])
+    try Data(code.utf8).write(to: package.appendingPathComponent("Package.swift"))
+    return try run(
+      "swift", ["package", "--package-path", package.path, "dump-package"],
+      environment: ["XDG_CONFIG_HOME": folder.path, "XDG_CACHE_HOME": folder.path, "TMPDIR": folder.path])
   }
 
-  private func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, diagnostics: String) {
+  private func run(
+    _ tool: String, _ arguments: [String], environment: [String: String] = [:]
+  ) throws -> (status: Int32, diagnostics: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = [tool] + arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     let output = Pipe()
     process.standardOutput = output
     process.standardError = output

@@ -32,7 +32,8 @@ struct Report {
     for row in rows {
       lines.append(
         row.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  "
-          + String(format: "%.\(row.decimals)f", row.value).padding(toLength: 8, withPad: " ", startingAt: 0)
+          + (row.value.isFinite ? String(format: "%.\(row.decimals)f", row.value) : "n/a")
+          .padding(toLength: 8, withPad: " ", startingAt: 0)
           + "  " + row.target.padding(toLength: 6, withPad: " ", startingAt: 0) + "  " + row.detail)
     }
     lines.append(String(format: "(%.0f s)", seconds))
@@ -64,13 +65,18 @@ struct Report {
     return try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
   }
 
-  /// The repository's commit, with "+changes" when the library's or the benchmark's sources differ from it.
+  /// The repository's commit, with "+changes" when what the run builds (the library's and the benchmark's sources and
+  /// manifests, new files included) differs from it.
   private static func commit() -> String? {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
       .deletingLastPathComponent().deletingLastPathComponent().path
     guard let head = firstLine(of: "git", ["-C", root, "rev-parse", "--short", "HEAD"]) else { return nil }
     let changed = firstLine(
-      of: "git", ["-C", root, "status", "--porcelain", "--untracked-files=no", "--", "Sources", "Benchmarks/Sources"])
+      of: "git",
+      [
+        "-C", root, "status", "--porcelain", "--untracked-files=normal", "--", "Sources", "Benchmarks/Sources",
+        "Package.swift", "Benchmarks/Package.swift",
+      ])
     return head + (changed == nil ? "" : "+changes")
   }
 

@@ -29,9 +29,14 @@ private let removesMadeSuitesAtExit: Void = {
       // The test process's own domain too (`UserDefaults.standard`, which some tests write).
       let names = madeSuites.withLock { $0 } + [ProcessInfo.processInfo.processName + ".plist"]
       let folder = preferencesFolder
-      let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-      for file in files where names.contains(where: { file.hasPrefix($0) }) {
-        try? FileManager.default.removeItem(at: folder.appendingPathComponent(file))
+      // A suite still watched reloads when its file goes, and a reload takes the suite's lock (making its lock file
+      // again): lock files go last, and the folder is listed again until a pass finds nothing (a few passes at most).
+      for _ in 0..<5 {
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])
+          .filter { file in names.contains { file.hasPrefix($0) } }
+          .sorted { !$0.hasSuffix(".lock") && $1.hasSuffix(".lock") }
+        if files.isEmpty { break }
+        for file in files { try? FileManager.default.removeItem(at: folder.appendingPathComponent(file)) }
       }
     }
   #endif
