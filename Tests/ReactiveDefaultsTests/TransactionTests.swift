@@ -15,8 +15,9 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
   try? Data(contentsOf: preferencesFolder.appendingPathComponent("\(suiteName).plist"))
 }
 
-// A deadlock would hang, not fail: each test is bounded.
-@Suite(.timeLimit(.minutes(2))) struct TransactionTests {
+// A deadlock would hang, not fail: each test is bounded (longer where every wait is: under the thread sanitizer, where
+// eight threads saving thousands of times took close to two minutes in a loaded run).
+@Suite(.timeLimit(.minutes(2 * Int(timeoutScale)))) struct TransactionTests {
   /// Eight threads each add 1 a thousand times: every update counts.
   @Test(arguments: Storage.allCases) func eightThreadsIncrementingLoseNoUpdate(_ storage: Storage) async throws {
     let (store, issues) = makeStore(storage)
