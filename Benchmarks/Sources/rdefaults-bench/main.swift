@@ -8,24 +8,21 @@ if arguments.first == "--child", arguments.count == 2 { CrossProcess.runChild(su
 if arguments.first == "--file-child", arguments.count == 2 { CrossProcess.runChild(suite: arguments[1], file: true) }
 if arguments.first == "--cold-open", arguments.count == 3 { Growth.runColdOpenChild(arguments[1], suite: arguments[2]) }
 if arguments.first == "--torn-reader", arguments.count == 2 { TornReads.runReader(path: arguments[1]) }
+/// The file an option names (the next argument), taken off the arguments; a usage error without one.
+@MainActor func file(after option: String) -> String {
+  guard !arguments.isEmpty else {
+    FileHandle.standardError.write(Data("Error: \(option) needs a file.\n".utf8))
+    exit(64)
+  }
+  return arguments.removeFirst()
+}
+
 while let argument = arguments.first {
   arguments.removeFirst()
   switch argument {
   case "--quick": settings.quick = true
-  case "--chart":
-    guard let path = arguments.first else {
-      FileHandle.standardError.write(Data("Error: --chart needs a file.\n".utf8))
-      exit(64)
-    }
-    settings.chartPath = path
-    arguments.removeFirst()
-  case "--json":
-    guard let path = arguments.first else {
-      FileHandle.standardError.write(Data("Error: --json needs a file.\n".utf8))
-      exit(64)
-    }
-    settings.jsonPath = path
-    arguments.removeFirst()
+  case "--chart": settings.chartPath = file(after: argument)
+  case "--json": settings.jsonPath = file(after: argument)
   case "-h", "--help":
     print("Usage: rdefaults-bench [--quick] [--json FILE] [--chart FILE.svg]")
     exit(0)
