@@ -1,22 +1,24 @@
 // Checks one multi-process history against the library's contract across processes ("Across processes" article):
-// reads follow the file, nothing acknowledged is lost, per-key order, observers converge.
+// reads follow the file, nothing acknowledged is lost, per-key order, observers converge (quiet ones included).
 //
 // Every write stores a value no other write stores, so each value read names the write that made it (or, for an
 // absent key, the removals, suite deletions and the initial state that could have). For each write the log gives
 // when it began (`invocation`) and the latest moment it can have reached the file (`savedBy`): its acknowledgement
-// (a completed `save()`, `edit`, `update` or tool process), else the kill of its process (a save cut short is
-// completed from its journal before any later save), else never. A write is *durable* once acknowledged.
+// (a `save()`, `edit` or `update` of its process, on any thread, that began after the write returned, or the tool
+// process that made it), else the kill of its process (a save cut short is completed from its journal before any
+// later save), else never. A write is *durable* once acknowledged.
 //
 // Value `a` is *older* than a durable write `d` when every write that could have made `a` reached the file before
 // `d` even began: `d`'s save then replaced it, and nothing brings it back. The rules:
 // - no read, observer or file holds a value nobody wrote;
-// - a read that began more than `bound` after `d` was acknowledged (or after a `refresh()` of its process that began
-//   after that) returns no value older than `d`; a read inside `edit`/`update` returns none older than any `d`
-//   acknowledged before the transaction began;
-// - no process reads, and no observer is told, a value older than one it read or was told before;
+// - a read that began more than `bound` after `d` was acknowledged (or after a `refresh()` of its process, on any
+//   thread, that began after that and ended before the read began) returns no value older than `d`; a read inside
+//   `edit`/`update` returns none older than any `d` acknowledged before the transaction began;
+// - no thread reads, and no observer is told, a value older than one it read or was told before;
 // - the file, once every process stopped, holds no value older than a durable write of its key;
 // - once writes stop, every observer's last value is the file's (within the settle time, and at once after
-//   `refresh()`), and so is every read after `refresh()`;
+//   `refresh()`), and so is every read after `refresh()`: quiet observers too, whose process never read, refreshed
+//   or saved their suite;
 // - no store reports an issue (a torn or unreadable file, a failed save, a type mismatch), except a store of the
 //   plain writer's suite, which that writer rewrites in place.
 // A plain `UserDefaults` writer takes no lock and may lose other writers' values, as corelibs does: its suite is
@@ -41,188 +43,267 @@ package struct HistoryChecker: Sendable {
 
   package init(boundNanoseconds: UInt64) { bound = boundNanoseconds }
 
-  private struct Slot: Hashable {
-    var suite: String
-    var key: String
-  }
-
-  private struct Source {
-    var value: Int
-    var invocation: UInt64
-    var savedBy: UInt64
-    var acknowledged: UInt64?
-    var label: String
-  }
-
-  private struct Read {
-    var slot: Slot
-    var value: Int
-    /// Saves acknowledged before this moment must be seen.
-    var horizon: UInt64
-    var label: String
-  }
-
   /// Checks `events` (every worker's log and the driver's `killed` events) against `final` (each suite's file once
   /// every process stopped: key → value, absent keys left out).
   package func check(_ events: [HistoryEvent], final: [String: [String: Int]]) -> [Anomaly] {
-    var anomalies: [Anomaly] = []
-    var sources: [Slot: [Source]] = [:]
-    var reads: [Read] = []
-    var sequences: [String: [(slot: Slot, value: Int)]] = [:]
-    let slotsOfSuite: (String) -> [Slot] = { suite in HistoryPlan.keys.map { Slot(suite: suite, key: $0) } }
-    let suites = Set(events.compactMap(\.suite)).union(final.keys)
+    var history = History(events: events, final: final, bound: bound)
+    for (worker, log) in history.logs { history.record(worker: worker, log: log) }
+    return history.anomalies + history.readsFollowTheFile() + history.sequencesKeepTheirOrder()
+      + history.filesKeepAcknowledgedWrites()
+  }
+}
+
+/// One cell of a suite: what a value names.
+private struct Slot: Hashable {
+  var suite: String
+  var key: String
+}
+
+/// A write that may have made a value.
+private struct Source {
+  var value: Int
+  var invocation: UInt64
+  var savedBy: UInt64
+  var acknowledged: UInt64?
+  var label: String
+}
+
+/// A value read, and the saves it must not be older than.
+private struct Read {
+  var slot: Slot
+  var value: Int
+  /// Saves acknowledged before this moment must be seen.
+  var horizon: UInt64
+  var label: String
+}
+
+/// An operation of a worker's thread: its `begin` event and its `done` event, if it finished.
+private struct Operation {
+  var begin: HistoryEvent
+  var done: HistoryEvent?
+  var name: String { begin.operation ?? "" }
+  var suite: String { begin.suite ?? "" }
+  var keys: [String] { begin.keys ?? [] }
+  var succeeded: Bool { done?.ok ?? false }
+  var label: String {
+    "worker \(begin.worker) thread \(begin.thread ?? 0) operation \(begin.index ?? -1) (\(name) \(suite) "
+      + "\(keys.joined(separator: " ")))"
+  }
+}
+
+/// What the events say, gathered once: the sources of every value, the reads to judge, the sequences each thread and
+/// observer saw, and the anomalies found on the way.
+private struct History {
+  let final: [String: [String: Int]]
+  let bound: UInt64
+  let suites: Set<String>
+  let killTimes: [Int: UInt64]
+  /// Each worker's events, by worker.
+  let logs: [(Int, [HistoryEvent])]
+  var sources: [Slot: [Source]] = [:]
+  var reads: [Read] = []
+  var sequences: [String: [(slot: Slot, value: Int)]] = [:]
+  var anomalies: [HistoryChecker.Anomaly] = []
+
+  init(events: [HistoryEvent], final: [String: [String: Int]], bound: UInt64) {
+    self.final = final
+    self.bound = bound
+    suites = Set(events.compactMap(\.suite).filter { !HistoryPlan.isSideTarget($0) }).union(final.keys)
+    killTimes = Dictionary(events.filter { $0.event == "killed" }.map { ($0.worker, $0.time) }, uniquingKeysWith: min)
+    var byWorker: [Int: [HistoryEvent]] = [:]
+    for event in events where event.event != "killed" { byWorker[event.worker, default: []].append(event) }
+    logs = byWorker.sorted { $0.key < $1.key }
     for suite in suites {
-      for slot in slotsOfSuite(suite) {
+      for slot in Self.slots(of: suite) {
         sources[slot] = [Source(value: -1, invocation: 0, savedBy: 0, acknowledged: nil, label: "the initial state")]
       }
     }
-    let killTimes = Dictionary(
-      events.filter { $0.event == "killed" }.map { ($0.worker, $0.time) }, uniquingKeysWith: min)
-    var byWorker: [Int: [HistoryEvent]] = [:]
-    for event in events where event.event != "killed" { byWorker[event.worker, default: []].append(event) }
+  }
 
-    for (worker, log) in byWorker.sorted(by: { $0.key < $1.key }) {
-      let end = killTimes[worker] ?? .max
-      var done: [Int: HistoryEvent] = [:]
-      for event in log where event.event == "done" { if let index = event.index { done[index] = event } }
-      var pending: [String: [(slot: Slot, index: Int)]] = [:]
-      var refreshed: [String: (began: UInt64, ended: UInt64)] = [:]
-      func add(_ slot: Slot, _ source: Source) -> Int {
-        sources[slot, default: []].append(source)
-        return sources[slot]!.count - 1
+  static func slots(of suite: String) -> [Slot] { HistoryPlan.keys.map { Slot(suite: suite, key: $0) } }
+
+  /// A worker's operations (each thread's, matched begin to done) in the order they began.
+  private static func operations(in log: [HistoryEvent]) -> [Operation] {
+    var done: [[Int]: HistoryEvent] = [:]
+    for event in log where event.event == "done" {
+      if let index = event.index { done[[event.thread ?? 0, index]] = event }
+    }
+    return log.filter { $0.event == "begin" && $0.index != nil && $0.operation != nil && $0.suite != nil }
+      .sorted { $0.time < $1.time }
+      .map { Operation(begin: $0, done: done[[$0.thread ?? 0, $0.index!]]) }
+  }
+
+  private mutating func add(_ slot: Slot, _ source: Source) -> Int {
+    sources[slot, default: []].append(source)
+    return sources[slot]!.count - 1
+  }
+
+  /// Records one worker's writes, acknowledgements, reads and deliveries.
+  mutating func record(worker: Int, log: [HistoryEvent]) {
+    let end = killTimes[worker] ?? .max
+    let operations = Self.operations(in: log)
+    // A plain write (`write`, `remove`) of this process and when it returned: a save of its suite that begins after
+    // that acknowledges it; one that began earlier may or may not have taken it.
+    var unacknowledged: [(slot: Slot, index: Int, returned: UInt64)] = []
+    var refreshes: [(suite: String, began: UInt64, ended: UInt64)] = []
+    for operation in operations {
+      if let done = operation.done, !operation.succeeded, ["flush", "update", "edit"].contains(operation.name) {
+        anomalies.append(
+          .init(
+            rule: "saves succeed",
+            detail: "\(operation.label) failed: \(done.message ?? "?")"))
       }
-      func acknowledge(_ suite: String, at time: UInt64) {
-        for (slot, index) in pending[suite] ?? [] {
-          sources[slot]![index].savedBy = time
-          sources[slot]![index].acknowledged = time
+      let values = operation.begin.values ?? []
+      let suite = operation.suite
+      switch operation.name {
+      case "write", "remove":
+        let slot = Slot(suite: suite, key: operation.keys[0])
+        let index = add(
+          slot, Source(value: values[0], invocation: operation.begin.time, savedBy: end, label: operation.label))
+        unacknowledged.append((slot, index, operation.done?.time ?? end))
+      case "update", "edit":
+        let finished = operation.done
+        for (key, value) in zip(operation.keys, values) {
+          // A failed transaction wrote nothing, unless it failed after committing: never durable, maybe saved.
+          let savedBy: UInt64 = operation.succeeded ? finished!.time : (finished == nil ? end : .max)
+          _ = add(
+            Slot(suite: suite, key: key),
+            Source(
+              value: value, invocation: operation.begin.time, savedBy: savedBy,
+              acknowledged: operation.succeeded ? finished!.time : nil, label: operation.label))
         }
-        pending[suite] = []
-      }
-      for begin in log where begin.event == "begin" {
-        guard let index = begin.index, let operation = begin.operation, let suite = begin.suite else { continue }
-        let finished = done[index]
-        let succeeded = finished?.ok ?? false
-        if let finished, !succeeded, ["flush", "update", "edit"].contains(operation) {
-          anomalies.append(
-            Anomaly(
-              rule: "saves succeed",
-              detail: "worker \(worker) operation \(index) (\(operation) \(suite)) failed: \(finished.message ?? "?")"))
+        for (key, value) in zip(operation.keys, operation.succeeded ? finished?.reads ?? [] : []) {
+          reads.append(
+            Read(
+              slot: Slot(suite: suite, key: key), value: value, horizon: operation.begin.time, label: operation.label))
         }
-        let label =
-          "worker \(worker) operation \(index) (\(operation) \(suite) \((begin.keys ?? []).joined(separator: " ")))"
-        let keys = begin.keys ?? []
-        let values = begin.values ?? []
-        switch operation {
-        case "write", "remove":
-          let slot = Slot(suite: suite, key: keys[0])
-          let source = Source(value: values[0], invocation: begin.time, savedBy: end, acknowledged: nil, label: label)
-          pending[suite, default: []].append((slot, add(slot, source)))
-        case "flush":
-          if succeeded, let finished { acknowledge(suite, at: finished.time) }
-        case "update", "edit":
-          if succeeded, let finished { acknowledge(suite, at: finished.time) }
-          for (key, value) in zip(keys, values) {
-            let slot = Slot(suite: suite, key: key)
-            // A failed transaction wrote nothing, unless it failed after committing: never durable, maybe saved.
-            let savedBy: UInt64 = succeeded ? finished!.time : (finished == nil ? end : .max)
-            _ = add(
-              slot,
-              Source(
-                value: value, invocation: begin.time, savedBy: savedBy,
-                acknowledged: succeeded ? finished!.time : nil, label: label))
-          }
-          for (key, value) in zip(keys, succeeded ? finished?.reads ?? [] : []) {
-            reads.append(Read(slot: Slot(suite: suite, key: key), value: value, horizon: begin.time, label: label))
-          }
-        case "toolwrite", "toolimport", "tooldelete", "unlink", "plain":
-          let affected = operation == "tooldelete" || operation == "unlink" ? HistoryPlan.keys : keys
-          let written = operation == "tooldelete" || operation == "unlink" ? affected.map { _ in -1 } : values
-          // A tool process whose parent was killed may still finish; an unlink or a plain writer takes no lock and
-          // is never durable.
-          let durable = succeeded && (operation.hasPrefix("tool"))
-          for (key, value) in zip(affected, written) {
-            _ = add(
-              Slot(suite: suite, key: key),
-              Source(
-                value: value, invocation: begin.time, savedBy: succeeded ? finished!.time : .max,
-                acknowledged: durable ? finished!.time : nil, label: label))
-          }
-        case "refresh":
-          if let finished { refreshed[suite] = (begin.time, finished.time) }
-        case "read":
-          guard let finished, let value = finished.values?.first else { continue }
-          var horizon = begin.time > bound ? begin.time - bound : 0
-          if let refresh = refreshed[suite], refresh.ended <= begin.time { horizon = max(horizon, refresh.began) }
-          let slot = Slot(suite: suite, key: keys[0])
-          reads.append(Read(slot: slot, value: value, horizon: horizon, label: label))
-          sequences["worker \(worker) reads of \(suite) \(keys[0])", default: []].append((slot, value))
-        default:
-          break
+      case "toolwrite", "toolimport", "tooldelete", "unlink", "plain":
+        let everyKey = operation.name == "tooldelete" || operation.name == "unlink"
+        let affected = everyKey ? HistoryPlan.keys : operation.keys
+        let written = everyKey ? affected.map { _ in -1 } : values
+        // A tool process whose parent was killed may still finish; an unlink or a plain writer takes no lock and
+        // is never durable.
+        let durable = operation.succeeded && operation.name.hasPrefix("tool")
+        for (key, value) in zip(affected, written) {
+          _ = add(
+            Slot(suite: suite, key: key),
+            Source(
+              value: value, invocation: operation.begin.time,
+              savedBy: operation.succeeded ? operation.done!.time : .max,
+              acknowledged: durable ? operation.done!.time : nil, label: operation.label))
         }
-      }
-      for (_, entries) in pending {
-        for (slot, index) in entries { sources[slot]![index].savedBy = end }
-      }
-      for event in log {
-        switch event.event {
-        case "observed":
-          guard let suite = event.suite, let key = event.keys?.first, let value = event.values?.first else { continue }
-          sequences["worker \(worker) observer \(event.observer ?? -1) of \(suite) \(key)", default: []].append(
-            (Slot(suite: suite, key: key), value))
-        // The plain writer rewrites its suite in place with no lock, so a store of that suite can find the file cut
-        // and say so: an issue there is the plain writer's, as with plain corelibs.
-        case "issue" where event.suite != "P":
-          anomalies.append(Anomaly(rule: "issue reported", detail: "worker \(worker): \(event.message ?? "?")"))
-        case "converged", "refreshed", "final":
-          guard let suite = event.suite, let key = event.keys?.first, let value = event.values?.first else { continue }
-          let expected = final[suite]?[key] ?? -1
-          if value != expected {
-            let what =
-              event.event == "converged"
-              ? "observer \(event.observer ?? -1) once writes stopped"
-              : event.event == "refreshed" ? "observer \(event.observer ?? -1) after refresh()" : "read after refresh()"
-            anomalies.append(
-              Anomaly(
-                rule: "observers converge",
-                detail: "worker \(worker) \(what): \(suite) \(key) is \(value), the file holds \(expected)"))
-          }
-        default:
-          break
+      case "refresh":
+        if let done = operation.done { refreshes.append((suite, operation.begin.time, done.time)) }
+      case "read":
+        guard let done = operation.done, let value = done.values?.first else { continue }
+        var horizon = operation.begin.time > bound ? operation.begin.time - bound : 0
+        for refresh in refreshes where refresh.suite == suite && refresh.ended <= operation.begin.time {
+          horizon = max(horizon, refresh.began)
         }
+        let slot = Slot(suite: suite, key: operation.keys[0])
+        reads.append(Read(slot: slot, value: value, horizon: horizon, label: operation.label))
+        sequences[
+          "worker \(worker) thread \(operation.begin.thread ?? 0) reads of \(suite) \(operation.keys[0])",
+          default: []
+        ].append((slot, value))
+      default:
+        break
       }
     }
+    acknowledge(&unacknowledged, by: operations)
+    recordDeliveries(worker: worker, log: log)
+  }
 
-    func describe(_ value: Int) -> String { value == -1 ? "absent" : "\(value)" }
-    /// Whether every write that could have made `value` reached the file before `invocation`.
-    func isOlder(_ value: Int, in slot: Slot, than invocation: UInt64) -> Bool {
-      (sources[slot] ?? []).filter { $0.value == value }.allSatisfy { $0.savedBy < invocation }
+  /// Acknowledges each plain write by the first successful save of its suite in its process (`flush`, `update`,
+  /// `edit`, on any thread) that began after the write returned.
+  private mutating func acknowledge(
+    _ writes: inout [(slot: Slot, index: Int, returned: UInt64)], by operations: [Operation]
+  ) {
+    let saves = operations.filter { ["flush", "update", "edit"].contains($0.name) && $0.succeeded }
+      .sorted { $0.done!.time < $1.done!.time }
+    for save in saves {
+      writes.removeAll { write in
+        guard write.slot.suite == save.suite, write.returned < save.begin.time else { return false }
+        sources[write.slot]![write.index].savedBy = save.done!.time
+        sources[write.slot]![write.index].acknowledged = save.done!.time
+        return true
+      }
     }
-    func hasSource(_ value: Int, _ slot: Slot) -> Bool { (sources[slot] ?? []).contains { $0.value == value } }
+  }
 
+  /// Records what the worker's observers were told, its issues, and the values its observers and reads ended with.
+  private mutating func recordDeliveries(worker: Int, log: [HistoryEvent]) {
+    for event in log {
+      switch event.event {
+      case "observed":
+        guard let suite = event.suite, let key = event.keys?.first, let value = event.values?.first else { continue }
+        sequences["worker \(worker) observer \(event.observer ?? -1) of \(suite) \(key)", default: []].append(
+          (Slot(suite: suite, key: key), value))
+      // The plain writer rewrites its suite in place with no lock, so a store of that suite can find the file cut
+      // and say so: an issue there is the plain writer's, as with plain corelibs.
+      case "issue" where event.suite != "P":
+        anomalies.append(.init(rule: "issue reported", detail: "worker \(worker): \(event.message ?? "?")"))
+      case "converged", "refreshed", "final":
+        guard let suite = event.suite, let key = event.keys?.first, let value = event.values?.first else { continue }
+        let expected = final[suite]?[key] ?? -1
+        guard value != expected else { continue }
+        let observer = "\(event.quiet == true ? "quiet observer" : "observer") \(event.observer ?? -1)"
+        let what =
+          switch event.event {
+          case "converged": "\(observer) once writes stopped"
+          case "refreshed": "\(observer) after refresh()"
+          default: "read after refresh()"
+          }
+        anomalies.append(
+          .init(
+            rule: "observers converge",
+            detail: "worker \(worker) \(what): \(suite) \(key) is \(value), the file holds \(expected)"))
+      default:
+        break
+      }
+    }
+  }
+
+  private func describe(_ value: Int) -> String { value == -1 ? "absent" : "\(value)" }
+
+  /// Whether every write that could have made `value` reached the file before `invocation`.
+  private func isOlder(_ value: Int, in slot: Slot, than invocation: UInt64) -> Bool {
+    (sources[slot] ?? []).filter { $0.value == value }.allSatisfy { $0.savedBy < invocation }
+  }
+
+  private func hasSource(_ value: Int, _ slot: Slot) -> Bool { (sources[slot] ?? []).contains { $0.value == value } }
+
+  /// No read returns a value nobody wrote, or one older than a save acknowledged before its horizon.
+  func readsFollowTheFile() -> [HistoryChecker.Anomaly] {
+    var found: [HistoryChecker.Anomaly] = []
     for read in reads {
       guard hasSource(read.value, read.slot) else {
-        anomalies.append(
-          Anomaly(rule: "invented value", detail: "\(read.label) read \(read.value), which nobody wrote"))
+        found.append(.init(rule: "invented value", detail: "\(read.label) read \(read.value), which nobody wrote"))
         continue
       }
       let newer = (sources[read.slot] ?? []).filter {
         $0.value != read.value && ($0.acknowledged ?? .max) < read.horizon
       }
       if let durable = newer.first(where: { isOlder(read.value, in: read.slot, than: $0.invocation) }) {
-        anomalies.append(
-          Anomaly(
+        found.append(
+          .init(
             rule: "reads follow the file",
             detail:
               "\(read.label) read \(describe(read.value)) after \(durable.label) saved \(describe(durable.value))"))
       }
     }
+    return found
+  }
+
+  /// No thread's reads and no observer's deliveries hold a value nobody wrote, or go back to an older value.
+  func sequencesKeepTheirOrder() -> [HistoryChecker.Anomaly] {
+    var found: [HistoryChecker.Anomaly] = []
     // The plain writer's suite is rewritten in place with no lock: a reader can find it torn, so order is not
     // checked there.
     for (name, sequence) in sequences.sorted(by: { $0.key < $1.key }) where sequence.first?.slot.suite != "P" {
       for (offset, element) in sequence.enumerated()
       where element.value != -1 && !hasSource(element.value, element.slot) {
-        anomalies.append(
-          Anomaly(rule: "invented value", detail: "\(name) #\(offset): \(element.value), which nobody wrote"))
+        found.append(.init(rule: "invented value", detail: "\(name) #\(offset): \(element.value), which nobody wrote"))
       }
       // The newest writer's invocation among the values seen so far: a later value older than it is a step back.
       var latestInvocation: (time: UInt64, value: Int)?
@@ -230,8 +311,8 @@ package struct HistoryChecker: Sendable {
         if let latest = latestInvocation, element.value != latest.value,
           isOlder(element.value, in: element.slot, than: latest.time)
         {
-          anomalies.append(
-            Anomaly(
+          found.append(
+            .init(
               rule: "per-key order",
               detail: "\(name): \(describe(element.value)) after the newer \(describe(latest.value))"))
           break
@@ -240,26 +321,32 @@ package struct HistoryChecker: Sendable {
         if earliest > latestInvocation?.time ?? 0 { latestInvocation = (earliest, element.value) }
       }
     }
+    return found
+  }
+
+  /// Each file, once every process stopped, holds a value somebody wrote and none older than a durable write.
+  func filesKeepAcknowledgedWrites() -> [HistoryChecker.Anomaly] {
+    var found: [HistoryChecker.Anomaly] = []
     for suite in suites.sorted() where suite != "P" {
-      for slot in slotsOfSuite(suite) {
+      for slot in Self.slots(of: suite) {
         let value = final[suite]?[slot.key] ?? -1
         guard hasSource(value, slot) else {
-          anomalies.append(Anomaly(rule: "invented value", detail: "the file holds \(suite) \(slot.key) = \(value)"))
+          found.append(.init(rule: "invented value", detail: "the file holds \(suite) \(slot.key) = \(value)"))
           continue
         }
         let lost = (sources[slot] ?? []).first {
           $0.acknowledged != nil && $0.value != value && isOlder(value, in: slot, than: $0.invocation)
         }
         if let lost {
-          anomalies.append(
-            Anomaly(
+          found.append(
+            .init(
               rule: "nothing acknowledged is lost",
               detail:
-                "the file holds \(suite) \(slot.key) = \(describe(value)), older than \(describe(lost.value)) that \(lost.label) saved"
-            ))
+                "the file holds \(suite) \(slot.key) = \(describe(value)), older than \(describe(lost.value)) that "
+                + "\(lost.label) saved"))
         }
       }
     }
-    return anomalies
+    return found
   }
 }

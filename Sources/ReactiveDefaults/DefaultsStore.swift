@@ -334,6 +334,13 @@ public final class DefaultsStore: Sendable {
     SuiteFile.saveTrace.withLock { $0 = handler }
   }
 
+  /// Saves every suite and file store of this process that has writes not yet saved, released stores included, and
+  /// waits for the saves already running: what a normal exit does (for the multi-process checker, whose workers
+  /// release stores and must have saved everything before the files are read).
+  @_spi(Tools) public static func saveEverything() {
+    SaveOnExit.saveAll()
+  }
+
   /// The suite's plist file, when known.
   @_spi(Tools) public var fileURL: URL? {
     hub.file.map { URL(fileURLWithPath: $0.path) }

@@ -9,9 +9,12 @@
 //   rdefaults-test-helper sweep DOMAIN OTHER      write k=1 to both, print "written", flush DOMAIN only, print "flushed"
 //   rdefaults-test-helper churn DOMAIN N          fill k0..k<N-1> (once), print "ready", then save changes forever
 //   rdefaults-test-helper count DOMAIN            print how many keys the domain has, opened through the library
+//   rdefaults-test-helper count --file PATH       the same for a file store
 //   rdefaults-test-helper fsize DOMAIN            save; on a line of input, fail a save (file size limit); on the
 //                                                 next, lift the limit and save again
 //   rdefaults-test-helper many N                  write one key to N suites with 256 descriptors at most, exit
+//   rdefaults-test-helper userrace DOMAIN N       N write-then-read rounds while 3 threads call getpwuid; print
+//                                                 "STALE N" (reads that missed the write just made), exit
 //   rdefaults-test-helper increment DOMAIN KEY N  on a line of input, `update { $0 += 1 }` N times; print "done", exit
 //   rdefaults-test-helper racy DOMAIN KEY N       the same with `store[k] = store[k] + 1` and `flush()` (loses updates)
 //   rdefaults-test-helper stall DOMAIN KEY INT    edit: write KEY, print "inside", wait inside the body (to be killed)
@@ -159,9 +162,11 @@ case (2, "group"):
   exit(0)
 case (3, "group-of"):
   exit(Int32(arguments[2]) == getpgrp() ? 0 : 1)
-case (3, "count"):
-  guard let store = historyStore(arguments[2], folder: ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"] ?? "")
-  else { exit(64) }
+case (3, "count"), (4, "count"):
+  let store =
+    arguments[2] == "--file" && arguments.count == 4
+    ? DefaultsStore(fileURL: URL(fileURLWithPath: arguments[3])) : DefaultsStore(suiteName: arguments[2])
+  guard let store else { exit(64) }
   say("\(store.keys.count)")
   exit(0)
 #if os(Linux)
@@ -206,6 +211,32 @@ case (3, "count"):
       stores.append(store)
     }
     say("written")
+    exit(0)
+  case (4, "userrace"):
+    // Write-then-read rounds while three threads call getpwuid in a loop (corelibs names its copies of a suite by the
+    // user's name, which it reads from getpwuid's one buffer): prints "STALE ROUNDS", the reads that did not give the
+    // value just written.
+    guard let store = DefaultsStore(suiteName: arguments[2]), let rounds = Int(arguments[3]) else { exit(64) }
+    let key = DefaultsKey<Int>("round", default: 0)
+    store[key] = 0
+    try store.save()
+    let stop = Atomic<Bool>(false)
+    let stopped = DispatchGroup()
+    for _ in 0..<3 {
+      stopped.enter()
+      Thread {
+        while !stop.load(ordering: .relaxed) { _ = getpwuid(0) }
+        stopped.leave()
+      }.start()
+    }
+    var stale = 0
+    for round in 1...rounds {
+      store[key] = round
+      if store[key] != round { stale += 1 }
+    }
+    stop.store(true, ordering: .relaxed)
+    stopped.wait()
+    say("\(stale) \(rounds)")
     exit(0)
 #endif
 default:

@@ -3,27 +3,28 @@ import HistoryChecker
 import TestSupport
 import Testing
 
-/// A hand-written history: operations of workers, each `begin` and `done` at the given milliseconds.
+/// A hand-written history: operations of workers' threads, each `begin` and `done` at the given milliseconds.
 private struct HistoryBuilder {
   var events: [HistoryEvent] = []
-  private var next: [Int: Int] = [:]
+  private var next: [[Int]: Int] = [:]
 
-  private static func time(_ milliseconds: Double) -> UInt64 { UInt64(milliseconds * 1_000_000) + 1_000_000_000 }
+  static func time(_ milliseconds: Double) -> UInt64 { UInt64(milliseconds * 1_000_000) + 1_000_000_000 }
 
   mutating func operation(
-    _ worker: Int, _ operation: String, suite: String = "0", keys: [String] = [], written: [Int] = [],
-    result: [Int]? = nil, reads: [Int]? = nil, ok: Bool = true, from begin: Double, to end: Double?
+    _ worker: Int, thread: Int = 0, _ operation: String, suite: String = "0", keys: [String] = [],
+    written: [Int] = [], result: [Int]? = nil, reads: [Int]? = nil, ok: Bool = true, from begin: Double,
+    to end: Double?
   ) {
-    let index = next[worker, default: 0]
-    next[worker] = index + 1
+    let index = next[[worker, thread], default: 0]
+    next[[worker, thread]] = index + 1
     events.append(
       HistoryEvent(
-        event: "begin", worker: worker, index: index, operation: operation, suite: suite, keys: keys, values: written,
-        time: Self.time(begin)))
+        event: "begin", worker: worker, thread: thread, index: index, operation: operation, suite: suite, keys: keys,
+        values: written, time: Self.time(begin)))
     guard let end else { return }
     events.append(
       HistoryEvent(
-        event: "done", worker: worker, index: index, operation: operation, suite: suite, keys: keys,
+        event: "done", worker: worker, thread: thread, index: index, operation: operation, suite: suite, keys: keys,
         values: result ?? written, reads: reads, ok: ok, time: Self.time(end)))
   }
 
@@ -132,6 +133,77 @@ private let checker = HistoryChecker(boundNanoseconds: 50_000_000)  // 50 ms
   @Test func aSeedNamesOnePlan() {
     #expect(HistoryPlan.make(seed: 17) == HistoryPlan.make(seed: 17))
     #expect(HistoryPlan.make(seed: 17) != HistoryPlan.make(seed: 18))
+  }
+
+  /// Plans have workers of 2–4 threads, operations on side targets, and quiet observers whose suite no other
+  /// thread of their worker touches, each the last operation of its thread.
+  @Test func plansHaveThreadsSideTargetsAndQuietObservers() {
+    let plans = (0..<200).map { HistoryPlan.make(seed: UInt64($0)) }
+    #expect(plans.allSatisfy { $0.workers.allSatisfy { (2...4).contains($0.count) } })
+    #expect(plans.contains { $0.workers.joined().joined().contains { $0.hasPrefix("busy ") } })
+    var quietObservers = 0
+    for plan in plans {
+      for threads in plan.workers {
+        for (thread, operations) in threads.enumerated() {
+          guard let last = operations.last, last.hasPrefix("quiet ") else { continue }
+          quietObservers += 1
+          let suite = last.split(separator: " ")[1]
+          // No other thread of the worker opens a store of that suite (tools, other processes, may write it).
+          let others = threads.enumerated().filter { $0.offset != thread }.flatMap(\.element)
+          let storeOperations = [
+            "open", "release", "write", "remove", "read", "update", "edit", "flush", "refresh",
+            "observe", "cancel",
+          ]
+          #expect(
+            !others.contains { operation in
+              let words = operation.split(separator: " ")
+              return storeOperations.contains(String(words[0])) && words[1] == suite
+            }, "seed \(plan.seed): \(threads)")
+          #expect(operations.dropLast().allSatisfy { !$0.hasPrefix("quiet ") })
+        }
+      }
+    }
+    #expect(quietObservers > 50)
+  }
+
+  /// A save on one thread acknowledges the writes of its process that returned before it began, on any thread; a
+  /// write still running when it began is not acknowledged by it.
+  @Test func aSaveAcknowledgesWritesOfOtherThreadsThatReturnedBeforeIt() {
+    // 7 returned before the flush began: acknowledged. 8 was still being written: not (a file without 8 is legal,
+    // one without 7 is not, even though the process was killed right after).
+    var alone = HistoryBuilder()
+    alone.operation(0, thread: 0, "write", keys: ["k0"], written: [7], from: 0, to: 1)
+    alone.operation(0, thread: 1, "write", keys: ["k1"], written: [8], from: 1.5, to: 3)
+    alone.operation(0, thread: 2, "flush", from: 2, to: 4)
+    alone.killed(0, at: 5)
+    #expect(checker.check(alone.events, final: ["0": ["k0": 7]]).isEmpty)
+    #expect(checker.check(alone.events, final: ["0": ["k1": 8]]).map(\.rule) == ["nothing acknowledged is lost"])
+  }
+
+  /// Reads are ordered per thread: two threads of one process may see one another's values in either order, but a
+  /// thread does not go back.
+  @Test func readsAreOrderedPerThread() {
+    var history = HistoryBuilder()
+    history.operation(1, "toolwrite", keys: ["k0"], written: [7], from: 0, to: 10)
+    history.operation(1, "toolwrite", keys: ["k0"], written: [8], from: 11, to: 20)
+    history.operation(0, thread: 0, "read", keys: ["k0"], result: [8], from: 21, to: 22)
+    history.operation(0, thread: 1, "read", keys: ["k0"], result: [7], from: 21.5, to: 22.5)
+    #expect(checker.check(history.events, final: ["0": ["k0": 8]]).isEmpty)
+    history.operation(0, thread: 0, "read", keys: ["k0"], result: [7], from: 23, to: 24)
+    #expect(checker.check(history.events, final: ["0": ["k0": 8]]).map(\.rule) == ["per-key order"])
+  }
+
+  /// A quiet observer that did not reach the file's value once writes stopped is flagged, and named as quiet.
+  @Test func aQuietObserverThatNeverHeardIsFlagged() {
+    var history = HistoryBuilder()
+    history.operation(1, "toolwrite", keys: ["k0"], written: [7], from: 0, to: 10)
+    history.events.append(
+      HistoryEvent(
+        event: "converged", worker: 0, suite: "0", keys: ["k0"], values: [-1], time: HistoryBuilder.time(3000),
+        observer: 1, quiet: true))
+    let anomalies = checker.check(history.events, final: ["0": ["k0": 7]])
+    #expect(anomalies.map(\.rule) == ["observers converge"])
+    #expect(anomalies.first?.detail.contains("quiet observer 1 once writes stopped") == true, "\(anomalies)")
   }
 }
 

@@ -1,0 +1,98 @@
+// What the history checker's worker and driver share: the clock, a lock ThreadSanitizer sees, the event log, and
+// starting programs.
+import Dispatch
+import Foundation
+import HistoryChecker
+
+// `timespec`'s members come through CoreFoundation where Foundation is corelibs'.
+#if canImport(CoreFoundation)
+  import CoreFoundation
+#endif
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// The monotonic clock every process of the machine shares, in nanoseconds.
+func monotonicNow() -> UInt64 {
+  var now = timespec()
+  clock_gettime(CLOCK_MONOTONIC, &now)
+  return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
+
+/// A value behind an `NSLock`: a pthread mutex, which ThreadSanitizer understands (on Linux it cannot see
+/// `Synchronization.Mutex`, and the helper runs under the sanitizer in CI).
+final class Guarded<Value>: @unchecked Sendable {  // `value` is only touched under `lock`
+  private let lock = NSLock()
+  private var value: Value
+
+  init(_ value: Value) { self.value = value }
+
+  func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+    lock.lock()
+    defer { lock.unlock() }
+    return try body(&value)
+  }
+}
+
+/// Writes one JSON line to standard output at once (a killed worker leaves every line it logged).
+final class EventLog: Sendable {
+  private let lock = Guarded(())
+  let worker: Int
+
+  init(worker: Int) { self.worker = worker }
+
+  func log(_ event: HistoryEvent) {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .sortedKeys
+    guard var line = try? encoder.encode(event) else { return }
+    line.append(UInt8(ascii: "\n"))
+    lock.withLock { _ in
+      line.withUnsafeBytes { buffer in
+        var offset = 0
+        while offset < buffer.count {
+          let written = write(1, buffer.baseAddress! + offset, buffer.count - offset)
+          if written <= 0 {
+            if errno == EINTR { continue }
+            return
+          }
+          offset += written
+        }
+      }
+    }
+  }
+}
+
+/// The folder of this executable (where `rdefaults` is built too).
+let helperFolder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+
+/// Runs a program to completion, its output discarded; its exit status (-1 when it could not start, or did not
+/// exit normally).
+///
+/// Started with `posix_spawn` and no flags, not with Foundation's `Process`: `Process` puts each child in a process
+/// group of its own (`POSIX_SPAWN_SETPGROUP`), so a tool a worker started outlived the kill of the worker's group and
+/// went on saving after the driver had read the files, which read as an anomaly of the library. A child started here
+/// stays in the worker's group and dies with it.
+func runProgram(_ path: String, _ arguments: [String], environment: [String: String]? = nil) -> Int32 {
+  // Allocated, not a local: the type is a struct in Glibc and a pointer in Darwin; `init` fills it either way.
+  let actions = UnsafeMutablePointer<posix_spawn_file_actions_t>.allocate(capacity: 1)
+  defer { actions.deallocate() }
+  guard posix_spawn_file_actions_init(actions) == 0 else { return -1 }
+  defer { posix_spawn_file_actions_destroy(actions) }
+  posix_spawn_file_actions_addopen(actions, 1, "/dev/null", O_WRONLY, 0)
+  posix_spawn_file_actions_addopen(actions, 2, "/dev/null", O_WRONLY, 0)
+  let variables = environment ?? ProcessInfo.processInfo.environment
+  var environment = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+  defer { environment.forEach { free($0) } }
+  var argv = ([path] + arguments).map { strdup($0) } + [nil]
+  defer { argv.forEach { free($0) } }
+  var pid = pid_t()
+  guard posix_spawn(&pid, path, actions, nil, &argv, &environment) == 0 else { return -1 }
+  var status: Int32 = 0
+  while waitpid(pid, &status, 0) < 0 {
+    if errno != EINTR { return -1 }
+  }
+  // WIFEXITED and WEXITSTATUS, which Swift does not import (macros).
+  return status & 0x7F == 0 ? (status >> 8) & 0xFF : -1
+}
