@@ -62,21 +62,15 @@
     }
   }
 
-  /// Runs the built `rdefaults` (beside the test bundle) on a Dispatch thread.
+  /// Runs the built `rdefaults` (beside the test bundle) on a thread of its own (``offThePool(_:)``).
   func runRDefaults(_ arguments: [String]) async throws -> Int32 {
-    try await withCheckedThrowingContinuation { continuation in
-      DispatchQueue.global().async {
-        let process = Process()
-        process.executableURL = productsFolder.appendingPathComponent("rdefaults")
-        process.arguments = arguments
-        do {
-          try process.run()
-          process.waitUntilExit()
-          continuation.resume(returning: process.terminationStatus)
-        } catch {
-          continuation.resume(throwing: error)
-        }
-      }
+    try await offThePool {
+      let process = Process()
+      process.executableURL = productsFolder.appendingPathComponent("rdefaults")
+      process.arguments = arguments
+      try process.run()
+      process.waitUntilExit()
+      return process.terminationStatus
     }
   }
 

@@ -35,14 +35,15 @@ private func appleLikeStore(
   return (store, storage)
 }
 
-/// Runs `body` on a thread of its own; false when it has not finished within `timeout` (a deadlock).
-private func finishes(timeout: Double = 30, _ body: @escaping @Sendable () -> Void) -> Bool {
-  let done = DispatchSemaphore(value: 0)
+/// Runs `body` on a thread of its own; false when it has not finished within `timeout` seconds (a deadlock). The test
+/// waits suspended, holding no thread.
+private func finishes(timeout: Double = 30, _ body: @escaping @Sendable () -> Void) async -> Bool {
+  let done = Recorder<Bool>()
   Thread {
     body()
-    done.signal()
+    done.append(true)
   }.start()
-  return done.wait(timeout: .now() + timeout) == .success
+  return await done.wait(timeout: timeout) { !$0.isEmpty }
 }
 
 private let other = DefaultsKey<Int>("other", default: 0)
@@ -51,7 +52,7 @@ private let other = DefaultsKey<Int>("other", default: 0)
   /// Each thing an app's observer may do from inside a write: no deadlock, every observer ends on the stored
   /// value, and per key an observer never sees an older value after a newer one.
   @Test(arguments: Reentry.allCases)
-  func storageCallbacksInsideAWriteDoNotDeadlock(reentry: Reentry) {
+  func storageCallbacksInsideAWriteDoNotDeadlock(reentry: Reentry) async {
     let tokens = Recorder<DefaultsObservation>()
     let (store, _) = appleLikeStore { store, key in
       guard key == "count" else { return }
@@ -69,7 +70,7 @@ private let other = DefaultsKey<Int>("other", default: 0)
     let countToken = store.property(.count).observe { counts.append($0) }
     let otherToken = store.property(other).observe { others.append($0) }
     #expect(
-      finishes {
+      await finishes {
         for value in 1...20 { store[.count] = value }
       }, "deadlock")
     #expect(counts.last == store[.count])
@@ -82,14 +83,14 @@ private let other = DefaultsKey<Int>("other", default: 0)
   }
 
   /// Writes from two threads while callbacks write from inside: the versions stay in storage order.
-  @Test func concurrentWritersWithCallbacksConverge() {
+  @Test func concurrentWritersWithCallbacksConverge() async {
     let (store, _) = appleLikeStore { store, key in
       if key == "count" { store[other] = store[.count] }
     }
     let seen = Recorder<Int>()
     let token = store.property(other).observe { seen.append($0) }
     #expect(
-      finishes {
+      await finishes {
         DispatchQueue.concurrentPerform(iterations: 2) { writer in
           for value in 0..<500 { store[.count] = value * 2 + writer }
         }
@@ -320,7 +321,7 @@ private let other = DefaultsKey<Int>("other", default: 0)
   @Suite struct HubLifecycleTests {
     /// Making a store checks its suite's file under the suite's lock, which another process may hold. That wait
     /// must not hold up the making of a store of another suite (hubs are built outside the registry's lock).
-    @Test func aStoreWaitingForALockedSuiteDoesNotBlockAnotherSuite() throws {
+    @Test func aStoreWaitingForALockedSuiteDoesNotBlockAnotherSuite() async throws {
       let locked = makeSuiteName()
       defer { removeSuiteFile(locked) }
       let path = preferencesFolder.appendingPathComponent("\(locked).plist").path
@@ -328,22 +329,25 @@ private let other = DefaultsKey<Int>("other", default: 0)
         .write(to: URL(fileURLWithPath: path))
       let descriptor = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
       try #require(descriptor >= 0 && flock(descriptor, LOCK_EX) == 0)
-      let waiting = DispatchSemaphore(value: 0)
+      let progress = Recorder<String>()
+      SuiteFile.lockWaits.withLock { $0[path + ".lock"] = { progress.append("waiting") } }
+      defer { _ = SuiteFile.lockWaits.withLock { $0.removeValue(forKey: path + ".lock") } }
       Thread {
         _ = DefaultsStore(suiteName: locked)
-        waiting.signal()
+        progress.append("made")
       }.start()
-      // While that store waits for the lock (it cannot have finished), another suite's store is made at once.
-      #expect(waiting.wait(timeout: .now() + 0.2) == .timedOut)
-      #expect(finishes(timeout: 30) { _ = DefaultsStore(suiteName: makeSuiteName()) })
+      // Once that store waits for the lock, another suite's store is made at once.
+      #expect(await progress.wait { $0 == ["waiting"] }, "\(progress.values)")
+      #expect(await finishes(timeout: 30) { _ = DefaultsStore(suiteName: makeSuiteName()) })
+      #expect(progress.values == ["waiting"])
       flock(descriptor, LOCK_UN)
       close(descriptor)
-      #expect(waiting.wait(timeout: .now() + 30) == .success)
+      #expect(await progress.wait { $0 == ["waiting", "made"] }, "\(progress.values)")
     }
 
     /// A hub dropped with unsaved writes does not save in its deinit (which may run on any thread, holding
     /// anything): it hands them to a background save, which writes them.
-    @Test func aDroppedHubWithUnsavedWritesStillSavesThem() throws {
+    @Test func aDroppedHubWithUnsavedWritesStillSavesThem() async throws {
       let name = makeSuiteName()
       defer { removeSuiteFile(name) }
       weak var droppedHub: ChangeHub?
@@ -353,10 +357,51 @@ private let other = DefaultsKey<Int>("other", default: 0)
         store[.count] = 41
       }
       #expect(droppedHub == nil)
-      #expect(SuitePersistence.handOffs.wait(timeout: .now() + 30) == .success)
+      let saved = try await offThePool { SuitePersistence.handOffs.wait(timeout: .now() + 30 * timeoutScale) }
+      #expect(saved == .success)
       let data = try Data(contentsOf: preferencesFolder.appendingPathComponent("\(name).plist"))
       let root = try PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any]
       #expect(root?["count"] as? Int == 41)
+    }
+
+    /// A store made while the dropped hub's background save waits for the suite's lock takes over that hub's
+    /// bookkeeping: it reads the dropped hub's unsaved write, and when the background save merges another process's
+    /// change into memory, this store's observers hear of it. (Before, the new hub had bookkeeping of its own over the
+    /// same corelibs copy: the save merged the change for a hub that was gone and marked memory as the file, so the
+    /// new hub's reload found nothing to do, and its observer never heard of the change.)
+    @Test func aStoreMadeWhileTheDroppedHubSavesHearsWhatThatSaveMerged() async throws {
+      let name = makeSuiteName()
+      defer { removeSuiteFile(name) }
+      let path = preferencesFolder.appendingPathComponent("\(name).plist").path
+      let first = try #require(DefaultsStore(suiteName: name))
+      first[.count] = 1
+      try first.save()
+      // The suite's lock, held as another process would: the background save waits for it.
+      let descriptor = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+      try #require(descriptor >= 0 && flock(descriptor, LOCK_EX) == 0)
+      let saverWaits = Recorder<Bool>()
+      SuiteFile.lockWaits.withLock { $0[path + ".lock"] = { saverWaits.append(true) } }
+      defer { _ = SuiteFile.lockWaits.withLock { $0.removeValue(forKey: path + ".lock") } }
+      let persistence = try #require(first.hub.persistence)
+      first[.count] = 2
+      weak var dropped: ChangeHub?
+      dropped = first.hub
+      _ = consume first
+      #expect(dropped == nil)
+      #expect(await saverWaits.wait { !$0.isEmpty })
+      // Another process saves meanwhile (holding the lock, which it has).
+      try PropertyListSerialization.data(fromPropertyList: ["count": 1, "other": 7], format: .xml, options: 0)
+        .write(to: URL(fileURLWithPath: path), options: .atomic)
+      let second = try #require(DefaultsStore(suiteName: name))
+      #expect(second.hub.persistence === persistence)
+      #expect(second[.count] == 2)
+      let seen = Recorder<Int>()
+      let token = second.property(DefaultsKey<Int>("other", default: 0)).observe { seen.append($0) }
+      flock(descriptor, LOCK_UN)
+      close(descriptor)
+      #expect(await seen.wait { $0.last == 7 }, "\(seen.values)")
+      #expect(second[.count] == 2)
+      token.cancel()
     }
   }
 #endif

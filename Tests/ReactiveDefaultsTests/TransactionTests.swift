@@ -225,10 +225,8 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
     store[.count] = 40
     let editing = DispatchSemaphore(value: 0)
     let saverWaits = DispatchSemaphore(value: 0)
-    SuiteFile.lockWaits.withLock { observer in
-      observer = { path in if path == lockPath { saverWaits.signal() } }
-    }
-    defer { SuiteFile.lockWaits.withLock { $0 = nil } }
+    SuiteFile.lockWaits.withLock { $0[lockPath] = { saverWaits.signal() } }
+    defer { _ = SuiteFile.lockWaits.withLock { $0.removeValue(forKey: lockPath) } }
     let waited = Recorder<Bool>()
     await onThreadsOfTheirOwn(2) { index in
       if index == 0 {

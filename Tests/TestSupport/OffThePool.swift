@@ -1,12 +1,17 @@
 import Dispatch
 import Foundation
 
-/// Runs blocking work on a Dispatch thread and awaits its result: a test that blocks (waits for a child process,
+/// Runs blocking work on a thread of its own and awaits its result: a test that blocks (waits for a child process,
 /// saturates threads, saves thousands of times) must not hold one of the few threads Swift concurrency runs every
-/// test's tasks on, or the other tests' awaits starve.
+/// test's tasks on, or the other tests' awaits starve. Not a Dispatch thread: on Linux Swift's tasks run on Dispatch's
+/// global threads, which the library's own background work (reloads on file events, coalesced saves) uses too, so
+/// blocking one there starves all three. (Before, a whole-suite run began most tests after about 460 s: the blocking
+/// work of a few held every thread they shared.)
 public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
   try await withCheckedThrowingContinuation { continuation in
-    DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+    let thread = Thread { continuation.resume(with: Result { try work() }) }
+    thread.name = "offThePool"
+    thread.start()
   }
 }
 

@@ -43,12 +43,14 @@ final class ChangeHub: Sendable {
         refresh: { [weak self] in self?.refresh() },
         announce: { [weak self] in self?.announce($0) },
         excludingWrites: { [weak self] body in self.map { $0.gate.excludingWrites(body) } ?? body() },
-        observerCount: { [weak self] in self?.observerCount ?? 0 }))
+        observerCount: { [weak self] in self?.observerCount ?? 0 }),
+      for: ObjectIdentifier(self))
   }
 
   deinit {
     if !suiteIsKnown { HubRegistry.unknownSuiteHubs.subtract(1, ordering: .relaxed) }
     // No file work here: unsaved writes go to a background save.
+    persistence?.detach(ObjectIdentifier(self))
     persistence?.handOff()
   }
 

@@ -149,12 +149,16 @@
     static func synchronize(domain: String?) -> Bool {
       guard let symbols else { return false }
       guard let domain else {
-        return symbols.synchronize(symbols.currentApplication, symbols.currentUser, symbols.anyHost) != 0
+        return PreferencesCalls.serialized {
+          symbols.synchronize(symbols.currentApplication, symbols.currentUser, symbols.anyHost) != 0
+        }
       }
       // corelibs' NSString is toll-free bridged to CFString.
       guard let name = keyString(domain) else { return false }
       return withExtendedLifetime(name) {
-        symbols.synchronize(Unmanaged.passUnretained(name).toOpaque(), symbols.currentUser, symbols.anyHost) != 0
+        PreferencesCalls.serialized {
+          symbols.synchronize(Unmanaged.passUnretained(name).toOpaque(), symbols.currentUser, symbols.anyHost) != 0
+        }
       }
     }
 
@@ -169,9 +173,11 @@
       return withExtendedLifetime((name, suite)) { () -> Any? in
         let application = suite.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
         guard
-          let raw = symbols.copyValue(
-            Unmanaged.passUnretained(name).toOpaque(), application ?? symbols.currentApplication, symbols.currentUser,
-            symbols.anyHost)
+          let raw = PreferencesCalls.serialized({
+            symbols.copyValue(
+              Unmanaged.passUnretained(name).toOpaque(), application ?? symbols.currentApplication,
+              symbols.currentUser, symbols.anyHost)
+          })
         else { return nil }
         // CFPreferencesCopyValue follows the Create rule: the caller owns the value.
         return Unmanaged<AnyObject>.fromOpaque(raw).takeRetainedValue()
@@ -189,8 +195,9 @@
         let application = suite.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
         // With no list of keys, CFPreferencesCopyMultiple copies the whole domain (Create rule).
         guard
-          let raw = symbols.copyMultiple(
-            nil, application ?? symbols.currentApplication, symbols.currentUser, symbols.anyHost)
+          let raw = PreferencesCalls.serialized({
+            symbols.copyMultiple(nil, application ?? symbols.currentApplication, symbols.currentUser, symbols.anyHost)
+          })
         else { return NSDictionary() }
         return Unmanaged<NSDictionary>.fromOpaque(raw).takeRetainedValue()
       }
@@ -207,12 +214,14 @@
       let suite = domain.flatMap(keyString)
       withExtendedLifetime((name, suite, value)) {
         let object = value.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
-        if let suite {
-          symbols.setDomainValue(
-            Unmanaged.passUnretained(name).toOpaque(), object, Unmanaged.passUnretained(suite).toOpaque(),
-            symbols.currentUser, symbols.anyHost)
-        } else {
-          symbols.setValue(Unmanaged.passUnretained(name).toOpaque(), object, symbols.currentApplication)
+        PreferencesCalls.serialized {
+          if let suite {
+            symbols.setDomainValue(
+              Unmanaged.passUnretained(name).toOpaque(), object, Unmanaged.passUnretained(suite).toOpaque(),
+              symbols.currentUser, symbols.anyHost)
+          } else {
+            symbols.setValue(Unmanaged.passUnretained(name).toOpaque(), object, symbols.currentApplication)
+          }
         }
       }
       return true
@@ -225,8 +234,10 @@
       guard let symbols, let anyApplication = symbols.anyApplication, let name = keyString(key) else { return nil }
       return withExtendedLifetime(name) { () -> Any? in
         guard
-          let raw = symbols.copyValue(
-            Unmanaged.passUnretained(name).toOpaque(), anyApplication, symbols.currentUser, symbols.anyHost)
+          let raw = PreferencesCalls.serialized({
+            symbols.copyValue(
+              Unmanaged.passUnretained(name).toOpaque(), anyApplication, symbols.currentUser, symbols.anyHost)
+          })
         else { return nil }
         return Unmanaged<AnyObject>.fromOpaque(raw).takeRetainedValue()
       }

@@ -97,6 +97,7 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
   private func load() throws(SaveFailure) -> Check {
     let (check, stamp, entries) = try current()
     memory.replace(with: entries, loaded: MemoryOfFile(loadedAt: stamp))
+    noteLoaded(at: stamp)
     return check
   }
 
@@ -104,7 +105,8 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
     takingWrites: () -> [PropertyListKey: PropertyListValue?],
     writtenSince: @escaping () -> [PropertyListKey: PropertyListValue?],
     excludingWrites: (() throws(SaveFailure) -> Void) throws(SaveFailure) -> Void,
-    whenAlone: (() -> Bool) -> Bool
+    whenAlone: (() -> Bool) -> Bool,
+    committed: () -> Void
   ) throws(SaveFailure) -> SaveOutcome {
     // Taking the lock creates the folder: a save with nothing to write into a folder that does not exist creates
     // nothing (what is unsaved is only looked at here; it is taken under the lock).
@@ -151,6 +153,7 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
       } else {
         recordSynced(at: nil, entries: nil)
       }
+      committed()
       return SaveOutcome(issue: check.issue, changedElsewhere: check.changedElsewhere)
     }
     // Flushed after the lock: the next process waiting for it need not wait for the disk as well. The save is
@@ -185,6 +188,7 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
       // The file may have gone since it was read (its folder removed, which a reader taking no lock records as the
       // missing file meanwhile): memory is then not that file.
       memory.replace(with: entries, loaded: file.stamp() == stamp ? MemoryOfFile(loadedAt: stamp) : .untrusted)
+      noteLoaded(at: stamp)
       return true
     }
     return (check.issue, reloaded)

@@ -18,14 +18,14 @@ extension SuiteFile {
   /// folder), never through a link, and must be a regular file.
   func withLock<T>(_ body: () throws(SaveFailure) -> T) throws(SaveFailure) -> T {
     // Uncontended (the common case): taken at once. Else the wait is announced (to tests), then waited out.
-    let unlock = try system.lock(lockPath, folder) { Self.lockWaits.withLock { $0 }?(lockPath) }
+    let unlock = try system.lock(lockPath, folder) { Self.lockWaits.withLock { $0[lockPath] }?() }
     defer { unlock() }
     return try body()
   }
 
-  /// Told the lock file's path each time a thread of this process is about to wait for a suite's lock that another
-  /// holder has (tests use it to let a waiter in at a chosen moment: no event tells that a thread waits in `flock`).
-  static let lockWaits = Locked<(@Sendable (String) -> Void)?>(nil)
+  /// Called, by lock file path, each time a thread of this process is about to wait for that lock while another holder
+  /// has it (tests use it to let a waiter in at a chosen moment: no event tells that a thread waits in `flock`).
+  static let lockWaits = Locked<[String: @Sendable () -> Void]>([:])
 
   /// Told what each save did (diagnosis of the history checker's findings).
   static let saveTrace = Locked<(@Sendable (String) -> Void)?>(nil)

@@ -38,6 +38,7 @@ extension SuiteFileRecord {
       let stamp = file.stamp()
       corelibs.load()
       markSynced(at: stamp)
+      noteLoaded(at: stamp)
       return (check.issue, true)
     }
   }

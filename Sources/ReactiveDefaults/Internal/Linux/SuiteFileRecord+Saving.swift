@@ -21,7 +21,8 @@ extension SuiteFileRecord {
     takingWrites: () -> [PropertyListKey: PropertyListValue?],
     writtenSince: @escaping () -> [PropertyListKey: PropertyListValue?],
     excludingWrites: (() throws(SaveFailure) -> Void) throws(SaveFailure) -> Void,
-    whenAlone: (() -> Bool) -> Bool
+    whenAlone: (() -> Bool) -> Bool,
+    committed: () -> Void
   ) throws(SaveFailure) -> SaveOutcome {
     let defaults = self.defaults.instance
     let outcome = try locked { () throws(SaveFailure) -> SaveOutcome in
@@ -226,6 +227,7 @@ extension SuiteFileRecord {
       if copyIsStale && !whenAlone(corelibs.dropCopy) {
         corelibs.load()
         corelibs.record(.untrusted)
+        committed()
         return SaveOutcome(issue: check.issue, changedElsewhere: true)
       }
       corelibs.load()
@@ -238,6 +240,7 @@ extension SuiteFileRecord {
       // A copy dropped for the merged file changed what reads give (a removal corelibs had not recorded, now in the
       // file): its observers must hear of it, as of another process's change. (Before, they kept the copy's value
       // until the next change of the key; history checker, seed 700008733.)
+      committed()
       return SaveOutcome(
         issue: check.issue, changedElsewhere: check.changedElsewhere || removedElsewhere || copyIsStale)
     }

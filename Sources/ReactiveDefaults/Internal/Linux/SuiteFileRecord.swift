@@ -89,13 +89,19 @@ final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
           let stamp = file.stamp()
           let fresh = corelibs.reloadCopy()
           if firstKey.map(corelibs.has) ?? true {
-            if fresh { markSynced(at: stamp) }
+            if fresh {
+              markSynced(at: stamp)
+              noteLoaded(at: stamp)
+            }
             return nil
           }
         }
         let check = try check()
         let stamp = file.stamp()
-        if corelibs.reloadCopy() && check.issue == nil { markSynced(at: stamp, entries: check.domain?.entries) }
+        if corelibs.reloadCopy() && check.issue == nil {
+          markSynced(at: stamp, entries: check.domain?.entries)
+          noteLoaded(at: stamp)
+        }
         return check.issue
       }
     } catch {

@@ -73,6 +73,20 @@ extension SuitePersistence {
     }
     if let issue = reloaded.issue { findings.issues.append(issue) }
     if !reloaded.reloaded { try save(into: &findings) }
+    lookAgainIfRacy()
+  }
+
+  /// Looks at the file again once its stamp can be trusted, when memory was loaded from a file modified a moment
+  /// before (``TrackedFile/noteLoaded(at:)``): a rewrite in place within that moment keeps the stamp, and its event
+  /// came while memory still counted as the file. (A read looks again on its own; this is for observers that only
+  /// wait.)
+  func lookAgainIfRacy() {
+    guard record.trustedAfter.load(ordering: .relaxed) != 0 else { return }
+    let delay = DispatchTimeInterval.nanoseconds(Int(TrackedFile.racyWindow) + 1_000_000)
+    DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
+      guard let self, !self.record.isSynced else { return }
+      self.fileChanged()
+    }
   }
 
   /// Reloads at once on a file event (leading edge: another process's save reaches reads and observers without a

@@ -7,8 +7,11 @@ import Synchronization
 /// bookkeeping is the ``SuiteSync`` state machine; the file operations themselves (lock, journal, atomic rename,
 /// checks and backups) are ``SuiteFileRecord``'s.
 ///
-/// It serves one hub, through the ``Hooks`` the hub attaches; it holds no reference to the hub, so it can outlive
-/// it: a hub dropped with unsaved writes hands them to a background save (``handOff()``), never saving in `deinit`.
+/// There is one per file in this process (``shared(_:make:)``), serving the hub of its suite through the ``Hooks`` the hub
+/// attaches; it holds no reference to the hub, so it can outlive it: a hub dropped with unsaved writes hands them to a
+/// background save (``handOff()``), never saving in `deinit`. A hub made for the suite meanwhile takes this one over,
+/// with its bookkeeping: what the background save finds (another process's changes merged) reaches the new hub's
+/// observers, and the two never drop or save corelibs' copy of the suite behind each other's back.
 final class SuitePersistence: Sendable {
   /// What the persistence asks of its hub.
   struct Hooks: Sendable {
@@ -32,7 +35,9 @@ final class SuitePersistence: Sendable {
     /// The tools' watchers of the whole file (``watchFile(_:)``).
     var fileWatchers: [UInt64: @Sendable () -> Void] = [:]
     var nextFileWatcherID: UInt64 = 0
-    var hooks: Hooks?
+    /// The hooks of the hubs attached, oldest first: one, but for the moments when a hub is dropped while another is
+    /// made for the suite, or two are made at once and one is discarded.
+    var hooks: [(hub: ObjectIdentifier, hooks: Hooks)] = []
   }
 
   /// What memory is against the file: corelibs' copy of a suite, or a file store's own.
@@ -42,6 +47,8 @@ final class SuitePersistence: Sendable {
   let watch = Locked<FileWatch?>(nil)
   /// When a read last looked at the file (``followFile()``), on the monotonic clock.
   let lastFileCheck = Atomic<UInt64>(0)
+  /// How many keys have a pending write (``pendingValue(forKey:)``), kept with the state.
+  let pendingKeys = Atomic<Int>(0)
 
   /// How long after a write its coalesced save runs: well inside the promised 100 ms.
   static let saveDelay: DispatchTimeInterval = .milliseconds(50)
@@ -65,6 +72,7 @@ final class SuitePersistence: Sendable {
     // copy the file, not an older copy it may hold, recording its stamp: from then on, reads compare it with the
     // file's (``followFile()``) until the suite is watched. Opening a suite that does not exist creates nothing.
     _ = record.open()  // a problem is kept in the record's found issues, replayed to each issue handler
+    lookAgainIfRacy()
   }
 
   deinit {
@@ -72,12 +80,103 @@ final class SuitePersistence: Sendable {
     watch.withLock { $0 }?.cancel()
   }
 
-  /// Connects the persistence to its hub.
-  func attach(_ hooks: Hooks) {
-    state.withLock { $0.hooks = hooks }
+  /// Which file a persistence is for: a suite's plist (memory is corelibs' copy) or a file store's file (memory of its
+  /// own) at a path, exactly as spelled.
+  enum Identity: Hashable {
+    case suite(PropertyListKey)
+    case fileStore(PropertyListKey)
   }
 
-  var hooks: Hooks? { state.withLock { $0.hooks } }
+  private struct WeakPersistence {
+    weak var persistence: SuitePersistence?
+  }
+
+  /// A file's entry in the registry: its persistence, or the one being built, with the threads waiting for it.
+  private enum Entry {
+    case live(WeakPersistence)
+    case building(waiters: [DispatchSemaphore])
+  }
+
+  private static let instances = Locked<[Identity: Entry]>([:])
+
+  /// The persistence of a file in this process: the live one, else one `make` builds, outside the registry's lock
+  /// (building one opens the file, under its lock). One is built at a time for a file: a thread that asks meanwhile
+  /// waits for it. (Two built at once each opened the file, and the open of the one then dropped had corelibs drop its
+  /// copy of the suite, which saves in place, without a journal, what the other's writes had left unsaved; a process
+  /// killed in the middle left the file cut. The history checker found it, with several threads a process.)
+  static func shared(_ identity: Identity, make: () -> SuitePersistence) -> SuitePersistence {
+    enum Decision {
+      case use(SuitePersistence)
+      case wait(DispatchSemaphore)
+      case build
+    }
+    while true {
+      let decision = instances.withLock { instances -> Decision in
+        switch instances[identity] {
+        case .live(let entry)?:
+          if let live = entry.persistence { return .use(live) }
+        case .building(var waiters)?:
+          let signal = DispatchSemaphore(value: 0)
+          waiters.append(signal)
+          instances[identity] = .building(waiters: waiters)
+          return .wait(signal)
+        case nil:
+          break
+        }
+        instances[identity] = .building(waiters: [])
+        return .build
+      }
+      switch decision {
+      case .use(let persistence):
+        return persistence
+      case .wait(let signal):
+        signal.wait()
+      case .build:
+        let made = make()
+        let waiters = instances.withLock { instances -> [DispatchSemaphore] in
+          // Few files are open in a process; dropping dead entries on each insertion keeps the table small.
+          instances = instances.filter { _, entry in
+            if case .live(let weak) = entry { return weak.persistence != nil }
+            return true
+          }
+          let waiters: [DispatchSemaphore]
+          if case .building(let waiting)? = instances[identity] { waiters = waiting } else { waiters = [] }
+          instances[identity] = .live(WeakPersistence(persistence: made))
+          return waiters
+        }
+        for waiter in waiters { waiter.signal() }
+        return made
+      }
+    }
+  }
+
+  /// Connects the persistence to a hub of its suite.
+  func attach(_ hooks: Hooks, for hub: ObjectIdentifier) {
+    state.withLock { $0.hooks.append((hub, hooks)) }
+  }
+
+  /// Disconnects a hub that is going away.
+  func detach(_ hub: ObjectIdentifier) {
+    state.withLock { $0.hooks.removeAll { $0.hub == hub } }
+  }
+
+  /// The hooks of every hub attached, as one: each is told, `excludingWrites` holds off the writes of all of them
+  /// (nested in the order they were attached), and the observers are counted over all. nil when no hub is attached.
+  var hooks: Hooks? {
+    let attached = state.withLock { $0.hooks.map(\.hooks) }
+    guard let first = attached.first else { return nil }
+    guard attached.count > 1 else { return first }
+    return Hooks(
+      refresh: { for hooks in attached { hooks.refresh() } },
+      announce: { issue in for hooks in attached { hooks.announce(issue) } },
+      excludingWrites: { body in
+        func excluding(from index: Int) -> Bool {
+          index == attached.count ? body() : attached[index].excludingWrites { excluding(from: index + 1) }
+        }
+        return excluding(from: 0)
+      },
+      observerCount: { attached.reduce(0) { $0 + $1.observerCount() } })
+  }
 
   /// The file problems found so far (most recent last, at most 16).
   var foundIssues: [DefaultsError] { record.foundIssues }
@@ -88,7 +187,7 @@ final class SuitePersistence: Sendable {
   /// after the write.
   func wrote(_ key: String, _ value: PropertyListValue?) -> WriteAction {
     let maximum = record.unsavedKeysBeforeSave
-    return state.withLock { $0.sync.wrote(PropertyListKey(key), value, saveAfter: maximum) }
+    return changingSync { $0.wrote(PropertyListKey(key), value, saveAfter: maximum) }
   }
 
   /// Does what ``wrote(_:)`` decided.
@@ -107,6 +206,25 @@ final class SuitePersistence: Sendable {
   }
 
   var hasUnsavedWrites: Bool { state.withLock { $0.sync.hasUnsavedWrites } }
+
+  /// Changes the saving state, keeping ``pendingKeys`` in step.
+  private func changingSync<T: Sendable>(_ body: (inout SuiteSync) -> T) -> T {
+    state.withLock { state in
+      let result = body(&state.sync)
+      pendingKeys.store(state.sync.pendingCount, ordering: .relaxed)
+      return result
+    }
+  }
+
+  /// The value this process last wrote to `key` while no save has finished saving it (`.some(nil)`: removed), or nil.
+  /// A read of such a key gives this, never what corelibs answers: corelibs can answer from another copy of the suite
+  /// (``PreferencesCalls``), and a key the app wrote must read back as written. One atomic load when nothing is
+  /// pending, which is the usual case: a save runs within ``saveDelay`` of a write.
+  @inline(__always)
+  func pendingValue(forKey key: String) -> PropertyListValue?? {
+    guard pendingKeys.load(ordering: .relaxed) > 0 else { return nil }
+    return state.withLock { $0.sync.pendingValue(forKey: PropertyListKey(key)) }
+  }
 
   /// The writes made since the last save took its writes (each key's newest stored value; nil: removed).
   var unsavedWrites: [PropertyListKey: PropertyListValue?] { state.withLock { $0.sync.unsaved } }
@@ -146,13 +264,16 @@ final class SuitePersistence: Sendable {
     // would apply their values after whatever held it (an edit, another save of ours) had saved newer ones.
     var writes: [PropertyListKey: PropertyListValue?] = [:]
     var took = false
+    // Ended as soon as the writes are in the file (under its lock), not after the folder's flush: until then another
+    // save counts this one as running, and may not drop corelibs' copy.
+    var ended = false
     do {
       // corelibs' copy may be dropped when that cannot make it save anything: nothing unsaved, no other save
       // waiting with keys in its dirty list, and no write of ours meanwhile.
       let hooks = hooks
       let outcome = try record.save(
         takingWrites: {
-          writes = state.withLock { $0.sync.saveBegan() }
+          writes = changingSync { $0.saveBegan() }
           took = true
           SaveOnExit.remove(self)
           return writes
@@ -170,14 +291,18 @@ final class SuitePersistence: Sendable {
       ) { body in
         guard let hooks else { return self.state.withLock { $0.sync.aloneWithNothingUnsaved } && body() }
         return hooks.excludingWrites { self.state.withLock { $0.sync.aloneWithNothingUnsaved } && body() }
+      } committed: {
+        if took && !ended { _ = changingSync { $0.saveEnded() } }
+        ended = true
       }
       if let issue = outcome.issue { findings.issues.append(issue) }
       // The save merged another process's changes into memory.
       if outcome.changedElsewhere { findings.changedElsewhere = true }
-      if took { _ = state.withLock { $0.sync.saveEnded() } }
+      if took && !ended { _ = changingSync { $0.saveEnded() } }
     } catch {
-      // The writes are back on the list, behind any write made since (its value is the newer one).
-      if took, state.withLock({ $0.sync.saveEnded(unsaved: writes) }) == .registerForExit { SaveOnExit.add(self) }
+      // The writes are back on the list, behind any write made since (its value is the newer one), unless they were
+      // in the file already (the failure came after: the folder's flush).
+      if took && !ended, changingSync({ $0.saveEnded(unsaved: writes) }) == .registerForExit { SaveOnExit.add(self) }
       throw file.failure(error)
     }
   }
@@ -258,7 +383,18 @@ final class SuitePersistence: Sendable {
         try record.recoverJournal()
         if !record.isSynced {
           findings.changedElsewhere = true
-          do { try reloadHoldingLock(&findings) } catch { return .failure(error) }
+          // While no write of ours runs: a write made meanwhile on another thread (unsaved when the reload's save
+          // ends) would keep corelibs' copy from being dropped, and the edit from starting.
+          var failure: DefaultsError?
+          var reloadFindings = Findings()
+          func reload() -> Bool {
+            do throws(DefaultsError) { try reloadHoldingLock(&reloadFindings) } catch { failure = error }
+            return true
+          }
+          _ = hooks?.excludingWrites(reload) ?? reload()
+          findings.issues += reloadFindings.issues
+          if reloadFindings.changedElsewhere { findings.changedElsewhere = true }
+          if let failure { return .failure(failure) }
           // The body must not read a copy that misses another process's last save.
           guard record.isSynced || file.stamp() == nil else {
             return .failure(

@@ -37,6 +37,15 @@ class TrackedFile: @unchecked Sendable {
   let lockOwner = Atomic<UInt>(0)
   /// The size of the file after the last save or reload.
   let savedFileSize = Atomic<Int>(0)
+  /// When memory loaded from a file whose stamp cannot yet be trusted stops counting as that file (monotonic
+  /// nanoseconds; 0: memory counts as the file for as long as its stamp is the file's). See ``noteLoaded(at:)``.
+  let trustedAfter = Atomic<UInt64>(0)
+
+  /// How long after its last modification a file's stamp can still be taken by a rewrite in place: file systems
+  /// stamp a write with a clock that ticks every few milliseconds (4 ms at 250 Hz, 10 ms at 100 Hz), so a writer that
+  /// rewrites the file in place (plain `UserDefaults`, in another process) and keeps its size, in the same tick,
+  /// leaves the stamp as it was. (Git knows it as the racily clean index entry.)
+  static let racyWindow: UInt64 = 20_000_000
 
   init(file: SuiteFile) {
     self.file = file
@@ -140,6 +149,7 @@ class TrackedFile: @unchecked Sendable {
   /// when this process wrote or parsed them (call it holding the file's lock).
   func recordSynced(at stamp: SuiteFile.Stamp?, entries: [PropertyListKey: PropertyListValue]?) {
     savedFileSize.store(Int(stamp?.size ?? 0), ordering: .relaxed)
+    trustedAfter.store(0, ordering: .relaxed)
     state.withLock { state in
       state.checked = stamp
       if let entries, let stamp { state.known = (stamp, entries) }
@@ -190,12 +200,14 @@ protocol FileRecord: TrackedFile {
   func open() -> DefaultsError?
   /// Saves the writes `takingWrites` takes (once the lock is held) into the file, merged with what another process
   /// saved; `writtenSince` gives the writes made since. `excludingWrites` runs its body while no write of ours runs;
-  /// `whenAlone` runs its body while no write runs and nothing else is unsaved (false: it did not run).
+  /// `whenAlone` runs its body while no write runs and nothing else is unsaved (false: it did not run). `committed`
+  /// runs once the writes are in the file, still holding its lock (the folder is flushed after the lock).
   func save(
     takingWrites: () -> [PropertyListKey: PropertyListValue?],
     writtenSince: @escaping () -> [PropertyListKey: PropertyListValue?],
     excludingWrites: (() throws(SaveFailure) -> Void) throws(SaveFailure) -> Void,
-    whenAlone: (() -> Bool) -> Bool
+    whenAlone: (() -> Bool) -> Bool,
+    committed: () -> Void
   ) throws(SaveFailure) -> SaveOutcome
   /// Makes memory the file as it is, when `whenIdle` runs its body (no write running, nothing unsaved); returns the
   /// problem found and whether it did (else the caller saves, which merges the file too).
@@ -220,9 +232,33 @@ extension FileRecord {
     try check(memoryIsFile: isFile)
   }
 
-  /// Whether the file is as this process last saved or loaded it (a file event was our own save).
+  /// Whether the file is as this process last saved or loaded it (a file event was our own save): its stamp is the
+  /// one memory was loaded at, and that stamp was not racy (``TrackedFile/noteLoaded(at:)``) or its window has passed
+  /// since.
   var isSynced: Bool {
-    isFile(file.stamp())
+    guard isFile(file.stamp()) else { return false }
+    let after = trustedAfter.load(ordering: .relaxed)
+    return after == 0 || monotonicNanoseconds() < after
+  }
+}
+
+extension TrackedFile {
+  /// Notes that memory was just loaded from the file whose stamp (taken before the load) is `stamp`: if the file was
+  /// modified less than ``racyWindow`` ago, a rewrite in place in the same tick of the file system's clock could keep
+  /// that stamp while changing the content, so memory stops counting as the file once the window has passed (the next
+  /// look at the file reloads it, once). Returns whether it was racy: the caller then looks again after the window.
+  /// (Saves of this process stamp their file to the nanosecond themselves, and are never racy.)
+  @discardableResult
+  func noteLoaded(at stamp: SuiteFile.Stamp?) -> Bool {
+    guard let stamp else {
+      trustedAfter.store(0, ordering: .relaxed)
+      return false
+    }
+    let modified = Int64(stamp.modified) &* 1_000_000_000 &+ Int64(stamp.modifiedNanoseconds)
+    let age = realtimeNanoseconds() &- modified
+    let racy = age < Int64(Self.racyWindow)
+    trustedAfter.store(racy ? monotonicNanoseconds() &+ Self.racyWindow : 0, ordering: .relaxed)
+    return racy
   }
 }
 

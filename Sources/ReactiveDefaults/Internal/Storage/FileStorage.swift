@@ -9,10 +9,20 @@ final class FileStorage: DefaultsStorage {
 
   /// - Parameter file: The file (its folder already in the one spelling ``SuiteFile/canonicalPath(_:)`` gives).
   init(file: SuiteFile) {
-    let memory = FileMemory()
-    self.memory = memory
-    // The persistence's init opens the file: completes a journal a crash left, checks the file, loads it.
-    persistence = SuitePersistence(record: PlainFileRecord(file: file, memory: memory))
+    // The file's one persistence in this process (a store's hub dropped while saving hands it to the next one), whose
+    // init opens the file: completes a journal a crash left, checks the file, loads it.
+    let shared = SuitePersistence.shared(.fileStore(PropertyListKey(file.path))) {
+      SuitePersistence(record: PlainFileRecord(file: file, memory: FileMemory()))
+    }
+    if let record = shared.record as? PlainFileRecord {
+      memory = record.memory
+      persistence = shared
+    } else {
+      // Not reached: a file store's identity is only ever given a file store's record.
+      let memory = FileMemory()
+      self.memory = memory
+      persistence = SuitePersistence(record: PlainFileRecord(file: file, memory: memory))
+    }
   }
 
   func object(forKey key: String) -> Any? {

@@ -35,7 +35,11 @@ final class UserDefaultsStorage: DefaultsStorage {
     let keyChanges = KeyChangeForwarder()
     self.keyChanges = keyChanges
     #if os(Linux)
-      persistence = domain.map { SuitePersistence(defaults: defaults, domain: $0) }
+      persistence = domain.map { domain in
+        SuitePersistence.shared(.suite(PropertyListKey(SuiteFile(suiteName: domain.name).path))) {
+          SuitePersistence(defaults: defaults, domain: domain)
+        }
+      }
     #else
       persistence = nil
     #endif
@@ -52,7 +56,7 @@ final class UserDefaultsStorage: DefaultsStorage {
     // on one thread. (Where the library handles the file, its record has loaded corelibs' copy already, after
     // checking the file, so that corelibs never reads a file that could crash or hang it; for an instance whose suite
     // is unknown, this read loads it.)
-    _ = defaults.object(forKey: "ReactiveDefaults.warmUp")
+    _ = PreferencesCalls.serialized { defaults.object(forKey: "ReactiveDefaults.warmUp") }
   }
 
   deinit {
@@ -87,10 +91,19 @@ final class UserDefaultsStorage: DefaultsStorage {
 
   func object(forKey key: String) -> Any? {
     #if os(Linux)
+      if let pending = persistence?.pendingValue(forKey: key) { return object(forKey: key, pending: pending) }
+    #endif
+    return corelibsObject(forKey: key)
+  }
+
+  /// What corelibs (Apple: Foundation) answers for `key`.
+  private func corelibsObject(forKey key: String) -> Any? {
+    #if os(Linux)
       if let direct = directObject(forKey: key) { return direct }
       if let exact = exactDomain(forKey: key) { return exactObject(forKey: key, in: exact) }
     #endif
-    return defaults.instance?.object(forKey: key)
+    guard let instance = defaults.instance else { return nil }
+    return PreferencesCalls.serialized { instance.object(forKey: key) }
   }
 
   #if os(Linux)
@@ -144,6 +157,27 @@ final class UserDefaultsStorage: DefaultsStorage {
       return defaults.instance?.volatileDomain(forName: UserDefaults.registrationDomain)[key]
     }
 
+    /// A read of a key this process wrote and has not finished saving (``SuitePersistence/pendingValue(forKey:)``).
+    ///
+    /// corelibs may answer from another copy of the suite, loaded from the file without the write (another thread's
+    /// `getpwuid` rewrote the user name corelibs names its copies by; see ``PreferencesCalls``), so its answer is
+    /// checked against what the write makes the read give: a launch argument still wins; then the value written; a
+    /// removal leaves what the other domains hold (the global domain, then the registered defaults). An answer that
+    /// differs is asked for again: a stray copy is a race lost once, while a plain `UserDefaults` write of the key
+    /// made in this process since (which reads show at once, as without the library) answers the same twice.
+    private func object(forKey key: String, pending: PropertyListValue?) -> Any? {
+      let answer = corelibsObject(forKey: key)
+      let instance = defaults.instance
+      let expected: Any? =
+        instance?.volatileDomain(forName: UserDefaults.argumentDomain)[key] ?? pending?.foundationObject
+        ?? CorelibsPreferences.globalValue(forKey: key)
+        ?? instance?.volatileDomain(forName: UserDefaults.registrationDomain)[key]
+      let expectedValue = expected.flatMap(PropertyListValue.init(foundationObject:))
+      if isSameSetting(answer.flatMap(PropertyListValue.init(foundationObject:)), expectedValue) { return answer }
+      let again = corelibsObject(forKey: key)
+      return isSameSetting(again.flatMap(PropertyListValue.init(foundationObject:)), expectedValue) ? expected : again
+    }
+
     /// The longest string (in UTF-16 units) or data (in bytes) a direct read hands out.
     static let largestDirectString = 4096
   #endif
@@ -167,7 +201,8 @@ final class UserDefaultsStorage: DefaultsStorage {
           return value
         }
       #endif
-      instance.set(value.foundationObject, forKey: key)
+      let object = value.foundationObject
+      PreferencesCalls.serialized { instance.set(object, forKey: key) }
       return value
     case .remove:
       #if os(Linux)
@@ -175,7 +210,7 @@ final class UserDefaultsStorage: DefaultsStorage {
           return nil
         }
       #endif
-      instance.removeObject(forKey: key)
+      PreferencesCalls.serialized { instance.removeObject(forKey: key) }
       return nil
     case .url(let url):
       #if canImport(Darwin)
@@ -210,11 +245,12 @@ final class UserDefaultsStorage: DefaultsStorage {
   /// with one of them is left out).
   func sizingSnapshot() -> [PropertyListKey: PropertyListValue] {
     guard domain == nil, let instance = defaults.instance else { return snapshot() }
-    var found = instance.dictionaryRepresentation()
+    var found = PreferencesCalls.serialized { instance.dictionaryRepresentation() }
     for other in [UserDefaults.registrationDomain, UserDefaults.argumentDomain] {
       for key in instance.volatileDomain(forName: other).keys { found[key] = nil }
     }
-    for key in (instance.persistentDomain(forName: UserDefaults.globalDomain) ?? [:]).keys { found[key] = nil }
+    let global = PreferencesCalls.serialized { instance.persistentDomain(forName: UserDefaults.globalDomain) }
+    for key in (global ?? [:]).keys { found[key] = nil }
     var entries: [PropertyListKey: PropertyListValue] = [:]
     for (key, object) in found {
       if let value = PropertyListValue(foundationObject: object) { entries[PropertyListKey(key)] = value }

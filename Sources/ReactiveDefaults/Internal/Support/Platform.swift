@@ -73,3 +73,10 @@ func monotonicNanoseconds() -> UInt64 {
   clock_gettime(CLOCK_MONOTONIC, &time)
   return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
 }
+
+/// The wall clock in nanoseconds since 1970, as file systems stamp modification times.
+func realtimeNanoseconds() -> Int64 {
+  var time = timespec()
+  clock_gettime(CLOCK_REALTIME, &time)
+  return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
+}
