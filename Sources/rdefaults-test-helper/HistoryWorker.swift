@@ -325,7 +325,7 @@ final class WorkerThread: @unchecked Sendable {  // one thread at a time: its ow
         ok = FileManager.default.createFile(atPath: input, contents: bytes)
         ok = ok && tool(["import"] + toolTarget(suite, folder: folder) + [input])
         unlink(input)
-      case .unlink: ok = Glibc.unlink(historyFile(suite, folder: folder)) == 0 || errno == ENOENT
+      case .unlink: ok = unlink(historyFile(suite, folder: folder)) == 0 || errno == ENOENT
       case .plain(let name) where historyUsesFileStores:
         // Another program that rewrites the file without the lock (it alone writes it): a whole new file, renamed.
         ok = replaceWithoutLock(historyFile("P", folder: folder), key: name, value: values[0])
