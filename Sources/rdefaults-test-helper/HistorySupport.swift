@@ -75,20 +75,24 @@ let helperFolder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPa
 /// went on saving after the driver had read the files, which read as an anomaly of the library. A child started here
 /// stays in the worker's group and dies with it.
 func runProgram(_ path: String, _ arguments: [String], environment: [String: String]? = nil) -> Int32 {
-  // Allocated, not a local: the type is a struct in Glibc and a pointer in Darwin; `init` fills it either way.
-  let actions = UnsafeMutablePointer<posix_spawn_file_actions_t>.allocate(capacity: 1)
-  defer { actions.deallocate() }
-  guard posix_spawn_file_actions_init(actions) == 0 else { return -1 }
-  defer { posix_spawn_file_actions_destroy(actions) }
-  posix_spawn_file_actions_addopen(actions, 1, "/dev/null", O_WRONLY, 0)
-  posix_spawn_file_actions_addopen(actions, 2, "/dev/null", O_WRONLY, 0)
+  // The type is a struct in Glibc and an optional pointer in Darwin (whose functions take a pointer to the
+  // optional); `init` fills it either way.
+  #if canImport(Darwin)
+    var actions: posix_spawn_file_actions_t?
+  #else
+    var actions = posix_spawn_file_actions_t()
+  #endif
+  guard posix_spawn_file_actions_init(&actions) == 0 else { return -1 }
+  defer { posix_spawn_file_actions_destroy(&actions) }
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
   let variables = environment ?? ProcessInfo.processInfo.environment
   var environment = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
   defer { environment.forEach { free($0) } }
   var argv = ([path] + arguments).map { strdup($0) } + [nil]
   defer { argv.forEach { free($0) } }
   var pid = pid_t()
-  guard posix_spawn(&pid, path, actions, nil, &argv, &environment) == 0 else { return -1 }
+  guard posix_spawn(&pid, path, &actions, nil, &argv, &environment) == 0 else { return -1 }
   var status: Int32 = 0
   while waitpid(pid, &status, 0) < 0 {
     if errno != EINTR { return -1 }

@@ -14,6 +14,9 @@ final class Churn: Sendable {
   private let finished = Recorder<Int>()
   private let threads: Int
   let folders: [String]
+  /// The prefix of its suites' names, its own: the churns of tests running at once neither share suites nor remove
+  /// each other's files.
+  private let suitePrefix = "Churn.\(UUID().uuidString.prefix(8))"
 
   /// Starts `threads` churning threads; `sharedFolder` is a folder they also use (a file store test's own).
   init(threads: Int = 3, sharedFolder: String? = nil) {
@@ -43,7 +46,7 @@ final class Churn: Sendable {
         if Bool.random(using: &random) { try? store.save() }
         held.append((store, token))
       case 2:
-        let name = "Churn.\(index).\(Int.random(in: 0..<3, using: &random))"
+        let name = "\(suitePrefix).\(index).\(Int.random(in: 0..<3, using: &random))"
         guard let store = DefaultsStore(suiteName: name) else { continue }
         let token = Bool.random(using: &random) ? store.property(key).observe { _ in } : nil
         store[key] = round
@@ -71,7 +74,8 @@ final class Churn: Sendable {
     for index in 0..<threads {
       for suite in 0..<3 {
         for suffix in [".plist", ".plist.lock", ".plist.journal"] {
-          try? FileManager.default.removeItem(atPath: processConfigFolder + "/Churn.\(index).\(suite)" + suffix)
+          try? FileManager.default.removeItem(
+            atPath: processConfigFolder + "/\(suitePrefix).\(index).\(suite)" + suffix)
         }
       }
     }

@@ -392,16 +392,65 @@ private let other = DefaultsKey<Int>("other", default: 0)
       // Another process saves meanwhile (holding the lock, which it has).
       try PropertyListSerialization.data(fromPropertyList: ["count": 1, "other": 7], format: .xml, options: 0)
         .write(to: URL(fileURLWithPath: path), options: .atomic)
-      let second = try #require(DefaultsStore(suiteName: name))
-      #expect(second.hub.persistence === persistence)
-      #expect(second[.count] == 2)
+      // The second store is made, read and observed on a thread of its own: each may wait for the lock this test
+      // holds (a read that finds the file changed reloads it), and a wait on one of the test pool's threads would
+      // never end.
       let seen = Recorder<Int>()
-      let token = second.property(DefaultsKey<Int>("other", default: 0)).observe { seen.append($0) }
+      let made = Recorder<Bool>()
+      async let second = offThePool { () -> (DefaultsStore, DefaultsObservation, SuitePersistence?, Int)? in
+        defer { made.append(true) }
+        guard let second = DefaultsStore(suiteName: name) else { return nil }
+        let count = second[.count]
+        let token = second.property(DefaultsKey<Int>("other", default: 0)).observe { seen.append($0) }
+        return (second, token, second.hub.persistence, count)
+      }
+      // Released once the second store is made, or waits for the lock too (its making began while the dropped
+      // hub's save was still waiting).
+      #expect(await saverWaits.wait { $0.count >= 2 } || made.count == 1)
       flock(descriptor, LOCK_UN)
       close(descriptor)
+      let (store, token, shared, count) = try #require(try await second)
+      #expect(shared === persistence)
+      #expect(count == 2)
       #expect(await seen.wait { $0.last == 7 }, "\(seen.values)")
-      #expect(second[.count] == 2)
+      #expect(store[.count] == 2)
       token.cancel()
+    }
+
+    /// The suite's lock file removed while a thread of this process holds its lock (a program cleaning the folder):
+    /// another thread then takes the lock of the file made anew at once, and both hold it. Neither may stop the
+    /// other's nested calls from seeing that their thread holds the lock. (Before, the thread that let go of the
+    /// old file cleared the mark the other had set, and that thread's next nested call waited for itself in `flock`,
+    /// forever: the whole-suite runs that churned suites while removing their files hung so.)
+    @Test func aLockFileRemovedWhileHeldLeavesNoThreadWaitingForItself() async throws {
+      let name = makeSuiteName()
+      defer { removeSuiteFile(name) }
+      let store = try #require(DefaultsStore(suiteName: name))
+      store[.count] = 1
+      try store.save()
+      let record = try #require(store.hub.persistence).record
+      let events = Recorder<String>()
+      let newHeld = DispatchSemaphore(value: 0)
+      let oldReleased = DispatchSemaphore(value: 0)
+      Thread {
+        try? record.locked { () throws(SaveFailure) in
+          events.append("old held")
+          newHeld.wait()
+        }
+        oldReleased.signal()
+      }.start()
+      #expect(await events.wait { $0.contains("old held") })
+      #expect(unlink(record.file.lockPath) == 0)
+      Thread {
+        try? record.locked { () throws(SaveFailure) in
+          newHeld.signal()
+          oldReleased.wait()
+          try record.locked { () throws(SaveFailure) in events.append("nested") }
+        }
+        events.append("new released")
+      }.start()
+      #expect(await events.wait(timeout: 30) { $0.contains("new released") }, "\(events.values)")
+      #expect(events.values.contains("nested"))
     }
   }
 #endif

@@ -239,24 +239,36 @@ private enum POSIXFiles {
 
   static func lock(_ lockPath: String, folder: String, waiting: () -> Void) throws(SaveFailure) -> @Sendable () -> Void
   {
-    let descriptor = try openLock(lockPath, folder: folder)
-    // Uncontended (the common case): one call. Else the wait is announced, then waited out.
-    if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-      guard errno == EWOULDBLOCK || errno == EINTR else {
-        let failure = SaveFailure(operation: "cannot lock \(lockPath)")
-        close(descriptor)
-        throw failure
-      }
-      waiting()
-      while flock(descriptor, LOCK_EX) != 0 {
-        guard errno == EINTR else {
+    while true {
+      let descriptor = try openLock(lockPath, folder: folder)
+      // Uncontended (the common case): one call. Else the wait is announced, then waited out.
+      if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+        guard errno == EWOULDBLOCK || errno == EINTR else {
           let failure = SaveFailure(operation: "cannot lock \(lockPath)")
           close(descriptor)
           throw failure
         }
+        waiting()
+        while flock(descriptor, LOCK_EX) != 0 {
+          guard errno == EINTR else {
+            let failure = SaveFailure(operation: "cannot lock \(lockPath)")
+            close(descriptor)
+            throw failure
+          }
+        }
       }
-    }
-    return {
+      // The lock file may have been removed (or replaced) while this waited: a lock on a file no longer at the
+      // path excludes nobody who opens the path now. It is then taken again, on the file that is there.
+      var held = stat()
+      var current = stat()
+      if fstat(descriptor, &held) == 0, stat(lockPath, &current) == 0, held.st_ino == current.st_ino,
+        held.st_dev == current.st_dev
+      {
+        return {
+          flock(descriptor, LOCK_UN)
+          close(descriptor)
+        }
+      }
       flock(descriptor, LOCK_UN)
       close(descriptor)
     }

@@ -70,7 +70,10 @@ class TrackedFile: @unchecked Sendable {
     defer { LockOrder.released(.suiteFile) }
     return try file.withLock { () throws(SaveFailure) -> T in
       lockOwner.store(thread, ordering: .releasing)
-      defer { lockOwner.store(0, ordering: .releasing) }
+      // Cleared only while it is still this thread's: when the lock file is removed while a thread of this process
+      // holds it, another thread takes the new file's lock at the same time and marks itself; clearing its mark
+      // would send its next nested call to `flock` the lock it holds itself, forever.
+      defer { _ = lockOwner.compareExchange(expected: thread, desired: 0, ordering: .releasing) }
       return try body()
     }
   }
