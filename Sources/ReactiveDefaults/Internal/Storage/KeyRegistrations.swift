@@ -60,9 +60,10 @@ final class KeyRegistrations: Sendable {
   }
 
   /// Whether key-value observing can address the key: not empty, no `.` (a path of several keys), no `@` (an
-  /// operator such as `@count`).
+  /// operator such as `@count`). Looked for as Unicode scalars, as key-value coding splits a key path: compared as
+  /// Characters, `"a.\u{301}b"` holds no `.` (the dot and the accent make one Character) but KVO would split it.
   static func canRegister(_ key: String) -> Bool {
-    !key.isEmpty && !key.contains(".") && !key.contains("@")
+    !key.isEmpty && !key.unicodeScalars.contains(".") && !key.unicodeScalars.contains("@")
   }
 
   /// The hub's report: `+1` for a key's first observer, `-1` for its last.

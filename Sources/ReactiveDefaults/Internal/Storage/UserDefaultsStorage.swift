@@ -157,25 +157,20 @@ final class UserDefaultsStorage: DefaultsStorage {
       return defaults.instance?.volatileDomain(forName: UserDefaults.registrationDomain)[key]
     }
 
-    /// A read of a key this process wrote and has not finished saving (``SuitePersistence/pendingValue(forKey:)``).
+    /// A read of a key this process wrote and has not finished saving (``SuitePersistence/pendingValue(forKey:)``):
+    /// answered from the library's own record of that write, never from corelibs.
     ///
-    /// corelibs may answer from another copy of the suite, loaded from the file without the write (another thread's
-    /// `getpwuid` rewrote the user name corelibs names its copies by; see ``PreferencesCalls``), so its answer is
-    /// checked against what the write makes the read give: a launch argument still wins; then the value written; a
-    /// removal leaves what the other domains hold (the global domain, then the registered defaults). An answer that
-    /// differs is asked for again: a stray copy is a race lost once, while a plain `UserDefaults` write of the key
-    /// made in this process since (which reads show at once, as without the library) answers the same twice.
+    /// corelibs may answer from another copy of the suite, loaded from the file without the write: another thread's
+    /// `getpwuid` (any thread of the process: the app's, a logging library's) rewrites the user name corelibs names
+    /// its copies by on every call (see ``PreferencesCalls``). So the write decides, as corelibs would have with its
+    /// own copy: a launch argument still wins; then the value written; a removal leaves what the other domains hold
+    /// (the global domain, then the registered defaults). A plain `UserDefaults` write of the same key made in this
+    /// process since is read once the library's write is saved (`flush()`), as documented in Gotchas.
     private func object(forKey key: String, pending: PropertyListValue?) -> Any? {
-      let answer = corelibsObject(forKey: key)
       let instance = defaults.instance
-      let expected: Any? =
-        instance?.volatileDomain(forName: UserDefaults.argumentDomain)[key] ?? pending?.foundationObject
+      return instance?.volatileDomain(forName: UserDefaults.argumentDomain)[key] ?? pending?.foundationObject
         ?? CorelibsPreferences.globalValue(forKey: key)
         ?? instance?.volatileDomain(forName: UserDefaults.registrationDomain)[key]
-      let expectedValue = expected.flatMap(PropertyListValue.init(foundationObject:))
-      if isSameSetting(answer.flatMap(PropertyListValue.init(foundationObject:)), expectedValue) { return answer }
-      let again = corelibsObject(forKey: key)
-      return isSameSetting(again.flatMap(PropertyListValue.init(foundationObject:)), expectedValue) ? expected : again
     }
 
     /// The longest string (in UTF-16 units) or data (in bytes) a direct read hands out.
