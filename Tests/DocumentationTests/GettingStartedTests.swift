@@ -43,6 +43,7 @@ struct Player {
     #expect(store[.volume] == 0.5)
 
     // Snippet: type mismatch
+    store.flush()
     store.userDefaults.set("loud", forKey: "volume")
     do {
       _ = try store.value(for: .volume)

@@ -326,8 +326,8 @@ private let other = DefaultsKey<Int>("other", default: 0)
     ]
     named[.count] = 3
     #expect(seenByUnknown.values == [0, 3])
-    // Saved first: until then a read through the named store answers from its own record of its unsaved write (a
-    // plain write of the same key, which is what the unknown store's is on Linux, is read once that write is saved).
+    // Saved first: until then a read through the named store answers from its record of its unsaved write (a plain
+    // write of the same key, which is what the unknown store's is on Linux, is read once that write is saved).
     named.flush()
     unknown[.count] = 4
     #expect(seenByNamed.values == [0, 3, 4])
@@ -453,7 +453,8 @@ private let other = DefaultsKey<Int>("other", default: 0)
       Thread {
         try? record.locked { () throws(SaveFailure) in
           events.append("old held")
-          newHeld.wait()
+          // Bounded: a thread that holds the suite's lock forever would hold up every other test using the pool.
+          _ = newHeld.wait(timeout: .now() + 30 * timeoutScale)
         }
         oldReleased.signal()
       }.start()
@@ -462,7 +463,7 @@ private let other = DefaultsKey<Int>("other", default: 0)
       Thread {
         try? record.locked { () throws(SaveFailure) in
           newHeld.signal()
-          oldReleased.wait()
+          _ = oldReleased.wait(timeout: .now() + 30 * timeoutScale)
           try record.locked { () throws(SaveFailure) in events.append("nested") }
         }
         events.append("new released")

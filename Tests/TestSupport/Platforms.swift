@@ -18,13 +18,28 @@ extension Trait where Self == ConditionTrait {
   }
 }
 
+#if canImport(Darwin)
+  /// A class of this target, which is linked into each test bundle: its bundle is the test bundle.
+  private final class ProductsFolderAnchor {}
+#endif
+
 /// The folder the package's built executables are in: beside the test bundle. On Linux the test runner is that bundle's
-/// executable; on macOS the runner is Xcode's `xctest`, which loads the `.xctest` bundle from the build folder.
+/// executable (`argv[0]`). On Apple platforms the runner is another program that loads the `.xctest` bundle from the
+/// build folder (Xcode's `xctest`, or `swiftpm-testing-helper`, which Swift Testing runs under, whose `argv[0]` is
+/// itself): the bundle of a class of this target is the test bundle.
 public let productsFolder: URL = {
-  #if os(macOS)
-    for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-      return bundle.bundleURL.deletingLastPathComponent()
+  #if canImport(Darwin)
+    let bundle = Bundle(for: ProductsFolderAnchor.self).bundleURL
+    if bundle.pathExtension == "xctest" { return bundle.deletingLastPathComponent() }
+    // swiftpm-testing-helper --test-bundle-path <products>/X.xctest/Contents/MacOS/X
+    let arguments = CommandLine.arguments
+    if let index = arguments.firstIndex(of: "--test-bundle-path"), index + 1 < arguments.count {
+      var url = URL(fileURLWithPath: arguments[index + 1])
+      while url.pathComponents.count > 1, url.pathExtension != "xctest" { url.deleteLastPathComponent() }
+      if url.pathExtension == "xctest" { return url.deletingLastPathComponent() }
     }
+    return bundle.deletingLastPathComponent()
+  #else
+    return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
   #endif
-  return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
 }()

@@ -92,6 +92,10 @@ public struct ReadmeSnippet: Sendable, CustomStringConvertible {
       "-typecheck", "-swift-version", "6", "-warnings-as-errors", "-module-cache-path", Self.moduleCache.path,
       "-I", productsFolder.appendingPathComponent("Modules").path,
     ]
+    // SwiftPM hands C targets' module maps to the compiler one by one, never on a search path: RxCocoa imports
+    // RxCocoaRuntime (Objective-C, Apple platforms only), and without its map `import RxCocoa` fails with "missing
+    // required module". (None on Linux.)
+    for map in Self.clangModuleMaps { arguments += ["-Xcc", "-fmodule-map-file=\(map.path)"] }
     #if os(macOS)
       // The package's own minimum, which its modules were built for (the compiler's default is the host's version).
       #if arch(arm64)
@@ -102,6 +106,15 @@ public struct ReadmeSnippet: Sendable, CustomStringConvertible {
     #endif
     return try run("swiftc", arguments + [file.path])
   }
+
+  /// `<products>/<Target>.build/module.modulemap`: the map SwiftPM writes for each C target (a Swift target's is in
+  /// `include/`, and its module is found through `Modules`).
+  private static let clangModuleMaps: [URL] = {
+    let entries =
+      (try? FileManager.default.contentsOfDirectory(at: productsFolder, includingPropertiesForKeys: nil)) ?? []
+    return entries.filter { $0.pathExtension == "build" }.map { $0.appendingPathComponent("module.modulemap") }
+      .filter { FileManager.default.fileExists(atPath: $0.path) }.sorted { $0.path < $1.path }
+  }()
 
   /// The compiler's module cache for the snippets, shared by a run's type checks.
   private static let moduleCache = FileManager.default.temporaryDirectory.appendingPathComponent(

@@ -1,4 +1,5 @@
 import Foundation
+@_spi(Tools) import ReactiveDefaults
 
 /// How hard to measure.
 struct Settings {
@@ -89,10 +90,10 @@ func scratchSuite(_ label: String) -> String {
   "rdefaults-bench.\(label).\(ProcessInfo.processInfo.processIdentifier).\(UUID().uuidString.prefix(8))"
 }
 
+/// The platform's preferences folder: corelibs' on Linux (`$XDG_CONFIG_HOME` or `~/.config`), the preferences
+/// daemon's on Apple platforms (`~/Library/Preferences`).
 func preferencesFolder() -> String {
-  let environment = ProcessInfo.processInfo.environment
-  if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") { return xdg }
-  return NSHomeDirectory() + "/.config"
+  DefaultsStore.preferencesFolder
 }
 
 func cleanUp(_ suite: String) {
@@ -110,9 +111,14 @@ func scratchFile(_ label: String) -> String {
   scratchFolder() + "/\(label).\(ProcessInfo.processInfo.processIdentifier).\(UUID().uuidString.prefix(8)).plist"
 }
 
-/// The folder of the file stores' scratch files.
+/// The folder of the file stores' scratch files: in the preferences folder on Linux; a temporary folder on Apple
+/// platforms, whose preferences folder is the daemon's.
 func scratchFolder() -> String {
-  preferencesFolder() + "/rdefaults-bench-files"
+  #if os(Linux)
+    preferencesFolder() + "/rdefaults-bench-files"
+  #else
+    NSTemporaryDirectory() + "rdefaults-bench-files"
+  #endif
 }
 
 func cleanUpFile(_ path: String) {

@@ -4,7 +4,7 @@ import Synchronization
 import TestSupport
 import Testing
 
-@testable import ReactiveDefaults
+@_spi(Tools) @testable import ReactiveDefaults
 
 /// A fresh suite for one test: a unique name, so tests run in parallel without sharing state. Its files (and those
 /// of names that begin with it) are removed when the test process exits.
@@ -19,9 +19,11 @@ func makeSuiteName(_ function: String = #function) -> String {
 /// The suites `makeSuiteName` made in this process.
 private let madeSuites = Mutex<[String]>([])
 
-/// Removes the made suites' files at exit, so that `swift test` leaves nothing in the preferences folder
-/// (`~/.config` unless `XDG_CONFIG_HOME` names another): on Linux only, where the files are corelibs' (on Apple
-/// platforms the preferences daemon owns them). The library's pending saves run first, so none writes a file after.
+/// Removes the made suites at exit, so that `swift test` leaves nothing in the preferences folder: on Linux their
+/// files (`~/.config` unless `XDG_CONFIG_HOME` names another), after the library's pending saves, so that none writes
+/// a file after; on Apple platforms, where the preferences daemon owns the files (in `~/Library/Preferences`), each
+/// suite's domain, then any file the daemon left. (Not the standard domain there: under Xcode it is the test
+/// runner's own, and the tests reset the keys they write in it.)
 private let removesMadeSuitesAtExit: Void = {
   #if os(Linux)
     atexit {
@@ -39,6 +41,15 @@ private let removesMadeSuitesAtExit: Void = {
         for file in files { try? FileManager.default.removeItem(at: folder.appendingPathComponent(file)) }
       }
     }
+  #else
+    atexit {
+      let names = madeSuites.withLock { $0 }
+      for name in names { UserDefaults.standard.removePersistentDomain(forName: name) }
+      let folder = preferencesFolder
+      let files = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])
+        .filter { file in names.contains { file.hasPrefix($0) } }
+      for file in files { try? FileManager.default.removeItem(at: folder.appendingPathComponent(file)) }
+    }
   #endif
 }()
 
@@ -50,12 +61,10 @@ func makeStore(_ function: String = #function) -> (DefaultsStore, Recorder<Defau
   return (store, issues)
 }
 
-/// The folder corelibs Foundation keeps plist domains in: `$XDG_CONFIG_HOME` when absolute, else `~/.config`.
+/// The folder of the platform's preferences files: on Linux corelibs' (`$XDG_CONFIG_HOME` when absolute, else
+/// `~/.config`), on Apple platforms the preferences daemon's (`~/Library/Preferences`).
 var preferencesFolder: URL {
-  if let xdg = ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") {
-    return URL(fileURLWithPath: xdg)
-  }
-  return URL(fileURLWithPath: NSHomeDirectory()).appendingPathComponent(".config")
+  URL(fileURLWithPath: DefaultsStore.preferencesFolder)
 }
 
 /// Deletes a suite's plist file (for tests that flushed to disk).

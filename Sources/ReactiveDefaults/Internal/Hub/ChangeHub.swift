@@ -122,14 +122,21 @@ final class ChangeHub: Sendable {
     return applied
   }
 
-  /// Saves now (nothing to do for storage the library does not save).
+  /// Saves now; where the library does not save the file itself (Apple platforms), has the platform's preferences
+  /// store write what this process wrote (``DefaultsStorage/synchronizeWithPlatform()``).
   func save() throws(DefaultsError) {
-    try persistence?.save()
+    if let persistence { return try persistence.save() }
+    guard storage.synchronizeWithPlatform() else {
+      throw .saveFailed(
+        path: suiteName ?? "the standard suite",
+        reason: "the preferences daemon did not store the writes (CFPreferencesAppSynchronize failed)")
+    }
   }
 
   /// ``save()``, with a failure reported to the stores' issue handlers.
   func saveReportingFailure() {
-    persistence?.saveReportingFailure()
+    if let persistence { return persistence.saveReportingFailure() }
+    do throws(DefaultsError) { try save() } catch { announce(error) }
   }
 
   /// Reloads the suite from disk where the library handles the file and it changed since this process last saved or

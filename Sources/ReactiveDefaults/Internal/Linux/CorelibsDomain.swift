@@ -81,10 +81,15 @@ final class CorelibsDomain: Sendable {
   /// A failure is tried once more: corelibs deletes the file of an emptied domain by checking that it exists, then
   /// removing it, which fails when something else removed it in between; a second try finds no file and succeeds.
   /// (A failed save leaves corelibs' dirty list as it was, so trying again is safe.)
+  ///
+  /// On Apple platforms: has the preferences daemon store what this process wrote to the domain
+  /// (``ApplePreferences/synchronize(_:)``).
   func synchronize() -> Bool {
     #if os(Linux)
       CorelibsPreferences.synchronize(domain: preferencesName)
         || CorelibsPreferences.synchronize(domain: preferencesName)
+    #elseif canImport(Darwin)
+      ApplePreferences.synchronize(preferencesName)
     #else
       true
     #endif
@@ -159,11 +164,13 @@ final class CorelibsDomain: Sendable {
   }
 
   /// The whole copy as CoreFoundation holds it, with plain `UserDefaults` writes of this process, each key as
-  /// corelibs holds it (Linux: `persistentDomain(forName:)` would merge keys that differ only by Unicode
-  /// normalization).
+  /// CoreFoundation holds it: `persistentDomain(forName:)` hands out a Swift dictionary, and bridging to one merges
+  /// keys that differ only by Unicode normalization, keeping one.
   func dictionary(of defaults: UserDefaults) -> NSDictionary {
     #if os(Linux)
       CorelibsPreferences.domain(preferencesName) ?? NSDictionary()
+    #elseif canImport(Darwin)
+      ApplePreferences.persistentDomain(of: defaults, name: name)
     #else
       NSDictionary(dictionary: defaults.persistentDomain(forName: name) ?? [:])
     #endif

@@ -83,7 +83,7 @@ extension SuitePersistence {
   func lookAgainIfRacy() {
     guard record.trustedAfter.load(ordering: .relaxed) != 0 else { return }
     let delay = DispatchTimeInterval.nanoseconds(Int(TrackedFile.racyWindow) + 1_000_000)
-    DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
+    background.asyncAfter(deadline: .now() + delay) { [weak self] in
       guard let self, !self.record.isSynced else { return }
       self.fileChanged()
     }
@@ -95,7 +95,7 @@ extension SuitePersistence {
   private func fileChanged() {
     guard state.withLock({ $0.sync.fileChanged() }) == .startReload else { return }
     // The reference is taken anew for each pass: a stream of events must not keep a released suite alive.
-    DispatchQueue.global().async { [weak self] in
+    background.async { [weak self] in
       var again = true
       while again, let persistence = self {
         persistence.reload(refreshingAnyway: false)
@@ -146,7 +146,7 @@ extension SuitePersistence {
     ended?.cancel()
     if started && !record.isSynced { fileChanged() }
     if failed {
-      DispatchQueue.global().asyncAfter(deadline: .now() + Self.watchRetryInterval) { [weak self] in
+      background.asyncAfter(deadline: .now() + Self.watchRetryInterval) { [weak self] in
         self?.updateWatching { (self?.hooks?.observerCount() ?? 0) > 0 }
       }
     }

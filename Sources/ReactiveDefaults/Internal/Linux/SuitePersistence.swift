@@ -45,6 +45,12 @@ final class SuitePersistence: Sendable {
   var file: SuiteFile { record.file }
   let state = Locked(State())
   let watch = Locked<FileWatch?>(nil)
+  /// Where this file's background work runs: coalesced saves, reloads on file events, the save of a dropped hub's
+  /// writes. Serial, so a queue of its own: that work waits (for the file's lock, which another process may hold;
+  /// for corelibs' turn; for `fsync`), and Dispatch runs a serial queue on a thread of its own when it must, where
+  /// work on `DispatchQueue.global()` waits for one of as many threads as there are cores, which Swift's tasks run on
+  /// too (on Linux): a few blocked saves there held back every task of the process.
+  let background = DispatchQueue(label: "ReactiveDefaults.file")
   /// When a read last looked at the file (``followFile()``), on the monotonic clock.
   let lastFileCheck = Atomic<UInt64>(0)
   /// How many keys have a pending write (``pendingValue(forKey:)``), kept with the state.
@@ -198,7 +204,7 @@ final class SuitePersistence: Sendable {
     case .scheduleSave:
       SaveOnExit.add(self)
       guard state.withLock({ $0.sync.saveRequested() }) == .startTimer else { return }
-      DispatchQueue.global().asyncAfter(deadline: .now() + Self.saveDelay) { [weak self] in
+      background.asyncAfter(deadline: .now() + Self.saveDelay) { [weak self] in
         guard let self else { return }
         if self.state.withLock({ $0.sync.timerFired() }) == .save { self.saveReportingFailure() }
       }
@@ -419,7 +425,7 @@ final class SuitePersistence: Sendable {
   func handOff() {
     guard hasUnsavedWrites else { return }
     Self.handOffs.enter()
-    DispatchQueue.global().async { [self] in
+    background.async { [self] in
       saveReportingFailure()
       Self.handOffs.leave()
     }

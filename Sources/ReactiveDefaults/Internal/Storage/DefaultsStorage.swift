@@ -46,6 +46,10 @@ protocol DefaultsStorage: AnyObject, Sendable {
   func keyObservation(_ key: String, changedBy delta: Int)
   /// The library's handling of the suite's file (Linux, a suite whose name is known), else nil.
   var persistence: SuitePersistence? { get }
+  /// Has the platform's preferences store write what this process wrote, where the library does not save the file
+  /// itself (Apple platforms: the preferences daemon's); true when done, or when there is nothing to do. Called by
+  /// `flush()` and `save()` of a store without ``persistence``.
+  func synchronizeWithPlatform() -> Bool
   /// The `UserDefaults` instance behind the storage, if there is one.
   var userDefaults: UserDefaults? { get }
   /// The size the platform allows the suite (Apple platforms other than macOS), else nil.
@@ -74,6 +78,8 @@ final class KeyChangeForwarder: Sendable {
 }
 
 extension DefaultsStorage {
+  func synchronizeWithPlatform() -> Bool { true }
+
   func value(forKey key: String) -> PropertyListValue? {
     object(forKey: key).flatMap(PropertyListValue.init(foundationObject:))
   }

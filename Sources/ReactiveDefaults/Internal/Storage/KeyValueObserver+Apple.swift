@@ -1,5 +1,29 @@
 #if canImport(Darwin)
+  import CoreFoundation
   import Foundation
+
+  /// The two calls into Apple's preferences that `UserDefaults`' Swift interface cannot make as the library needs.
+  enum ApplePreferences {
+    /// The suite's own domain as Foundation holds it. `persistentDomain(forName:)` is declared to return
+    /// `[String: Any]?`, and bridging to a Swift dictionary merges keys that differ only by Unicode normalization
+    /// (Swift compares strings by canonical equivalence), keeping one: the same message is sent, and its
+    /// `NSDictionary` taken as it is. (The method returns an autoreleased object: unretained.)
+    static func persistentDomain(of defaults: UserDefaults, name: String) -> NSDictionary {
+      let selector = #selector(UserDefaults.persistentDomain(forName:))
+      let result = defaults.perform(selector, with: name as NSString)?.takeUnretainedValue()
+      return result as? NSDictionary ?? NSDictionary()
+    }
+
+    /// Has the preferences daemon store what this process wrote to the domain (`nil`: the application's own), as
+    /// Foundation's header asks of a process that is not an app before it exits:
+    /// `CFPreferencesAppSynchronize`, which acts on the same search lists as `UserDefaults` (app groups included).
+    /// False when it failed.
+    static func synchronize(_ name: String?) -> Bool {
+      // Typed: older SDKs declare the constant `CFString!`, newer ones `CFString`.
+      let application: CFString = kCFPreferencesCurrentApplication
+      return CFPreferencesAppSynchronize(name.map { $0 as CFString } ?? application)
+    }
+  }
 
   /// The one key-value observer of a suite's `UserDefaults` on Apple platforms. Apple documents key-value observing,
   /// not `didChangeNotification`, as the way to learn of changes made by other processes (widgets, app extensions,
@@ -84,7 +108,14 @@
   private final class FolderEventWatch: Sendable {
     let folder: String
     let onChange: @Sendable () -> Void
-    private let current = Locked<(source: (any DispatchSourceFileSystemObject)?, ended: Bool)>((nil, false))
+    /// Dispatch sources are thread-safe, but Xcode 16's SDK does not declare `DispatchSourceFileSystemObject`
+    /// `Sendable`: a bare source can be neither kept in a ``Locked`` (its state is `Sendable`) nor handed out of it
+    /// as a `sending` result, and storing one captured into `inout sending` state is rejected by Swift 6.0-6.3
+    /// (swiftlang/swift#77199). Wrapped, it is all three.
+    private struct SendableSource: @unchecked Sendable {
+      let source: any DispatchSourceFileSystemObject
+    }
+    private let current = Locked<(source: SendableSource?, ended: Bool)>((nil, false))
 
     init(folder: String, onChange: @escaping @Sendable () -> Void) {
       self.folder = folder
@@ -109,9 +140,11 @@
       }
       // The descriptor is closed once the source is cancelled, never before (Dispatch's rule for every source).
       source.setCancelHandler { close(descriptor) }
+      // Wrapped before the lock (swiftlang/swift#77199: see ``SendableSource``).
+      let wrapped = SendableSource(source: source)
       let kept = current.withLock { state -> Bool in
         guard !state.ended else { return false }
-        state.source = source
+        state.source = wrapped
         return true
       }
       source.activate()
@@ -127,12 +160,12 @@
     }
 
     func cancel() {
-      let source = current.withLock { state -> (any DispatchSourceFileSystemObject)? in
+      let wrapped = current.withLock { state -> SendableSource? in
         state.ended = true
         defer { state.source = nil }
         return state.source
       }
-      source?.cancel()
+      wrapped?.source.cancel()
     }
   }
 #endif

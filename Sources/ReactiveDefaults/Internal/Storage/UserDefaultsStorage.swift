@@ -66,6 +66,17 @@ final class UserDefaultsStorage: DefaultsStorage {
 
   var userDefaults: UserDefaults? { defaults.instance }
 
+  func synchronizeWithPlatform() -> Bool {
+    #if canImport(Darwin)
+      // Apple's preferences daemon stores a write asynchronously: a process that is not an app (a command-line tool,
+      // `rdefaults write` on macOS) must synchronize before it exits, or the write may never be stored.
+      guard let instance = defaults.instance else { return true }
+      return domain?.synchronize() ?? instance.synchronize()
+    #else
+      true
+    #endif
+  }
+
   /// The instance, held weakly, is being deallocated (RxCocoa's `deallocating`, inside `dealloc`, where weak
   /// references to it read nil already: the caller hands it over): the key-value observers added to it are removed
   /// while it still exists, as Apple requires of `addObserver(_:forKeyPath:options:context:)`.
@@ -165,7 +176,8 @@ final class UserDefaultsStorage: DefaultsStorage {
     /// its copies by on every call (see ``PreferencesCalls``). So the write decides, as corelibs would have with its
     /// own copy: a launch argument still wins; then the value written; a removal leaves what the other domains hold
     /// (the global domain, then the registered defaults). A plain `UserDefaults` write of the same key made in this
-    /// process since is read once the library's write is saved (`flush()`), as documented in Gotchas.
+    /// process since, which corelibs does not announce, is read once the library's write is saved (at most 100 ms
+    /// later, or at `flush()`), as Gotchas documents.
     private func object(forKey key: String, pending: PropertyListValue?) -> Any? {
       let instance = defaults.instance
       return instance?.volatileDomain(forName: UserDefaults.argumentDomain)[key] ?? pending?.foundationObject

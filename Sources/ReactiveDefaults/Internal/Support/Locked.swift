@@ -14,7 +14,11 @@ import Synchronization
 /// guards is reported as a race (measured: a counter incremented by 8 threads under a `Mutex` gives 5 reports
 /// per run). When the process runs under ThreadSanitizer, this lock tells it about each acquire and release;
 /// otherwise the annotations are a load of a nil function pointer.
-struct Locked<State>: ~Copyable, Sendable {
+///
+/// `State` is `Sendable`: handing an `inout sending` state of a generic type on to `body` inside `Mutex.withLock` is
+/// rejected by Swift 6.0-6.2's region checker ("Sending '$0' risks causing data races", swiftlang/swift#78904; fixed
+/// in 6.3), which Xcode 16.3 and Xcode 26 ship. A Sendable state is never region-checked.
+struct Locked<State: Sendable>: ~Copyable, Sendable {
   private let mutex: Mutex<State>
 
   init(_ initialState: sending State) {
