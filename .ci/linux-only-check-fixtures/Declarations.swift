@@ -8,6 +8,7 @@ import Foundation
   }
 
   func linuxOnlyHelper() -> Int { 1 }
+  let linuxOnlyCount = 3
 #endif
 
 struct Storage {
@@ -32,7 +33,7 @@ struct Storage {
 #if !os(Linux)
   let apple = 1
 #else
-  let linux = linuxOnlyHelper()
+  let linux = linuxOnlyHelper() + linuxOnlyCount
 #endif
 
 #if os(macOS) || os(Linux)

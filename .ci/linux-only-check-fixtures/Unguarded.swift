@@ -1,6 +1,7 @@
 // Lines the Linux-only check must refuse (each marked), and lines it must let through.
 import Foundation
 import Glibc  // must fail
+import FoundationNetworking  // must fail
 
 func watch(_ folder: String) {
   let descriptor = inotify_init1(0)  // must fail
@@ -24,6 +25,8 @@ func useDeclarations() {
   _ = LinuxOnlyPreferences.synchronize(domain: "a")  // must fail
   _ = Storage.directReadsAfterWrite  // must fail
   _ = linuxOnlyHelper()  // must fail
+  let helper = linuxOnlyHelper  // must fail
+  _ = linuxOnlyCount + 1  // must fail
   _ = bothPlatforms() + Storage().shared()
   _ = "LinuxOnlyPreferences.synchronize in a string"
 }

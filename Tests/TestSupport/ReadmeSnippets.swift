@@ -107,8 +107,9 @@ public struct ReadmeSnippet: Sendable, CustomStringConvertible {
     return try run("swiftc", arguments + [file.path])
   }
 
-  /// `<products>/<Target>.build/module.modulemap`: the map SwiftPM writes for each C target (a Swift target's is in
-  /// `include/`, and its module is found through `Modules`).
+  /// `<products>/<Target>.build/module.modulemap`: the maps SwiftPM writes for the targets' modules (a C target's; on
+  /// Apple platforms a Swift library target's too, for its Objective-C header), which it passes to the compiler
+  /// itself as well.
   private static let clangModuleMaps: [URL] = {
     let entries =
       (try? FileManager.default.contentsOfDirectory(at: productsFolder, includingPropertiesForKeys: nil)) ?? []

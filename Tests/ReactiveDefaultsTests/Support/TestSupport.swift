@@ -6,6 +6,10 @@ import Testing
 
 @_spi(Tools) @testable import ReactiveDefaults
 
+#if canImport(Darwin)
+  import CoreFoundation
+#endif
+
 /// A fresh suite for one test: a unique name, so tests run in parallel without sharing state. Its files (and those
 /// of names that begin with it) are removed when the test process exits.
 func makeSuiteName(_ function: String = #function) -> String {
@@ -44,7 +48,11 @@ private let removesMadeSuitesAtExit: Void = {
   #else
     atexit {
       let names = madeSuites.withLock { $0 }
-      for name in names { UserDefaults.standard.removePersistentDomain(forName: name) }
+      for name in names {
+        UserDefaults.standard.removePersistentDomain(forName: name)
+        // The daemon applies the removal asynchronously: a process about to exit synchronizes.
+        _ = CFPreferencesAppSynchronize(name as CFString)
+      }
       let folder = preferencesFolder
       let files = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])
         .filter { file in names.contains { file.hasPrefix($0) } }

@@ -128,8 +128,8 @@ final class ChangeHub: Sendable {
     if let persistence { return try persistence.save() }
     guard storage.synchronizeWithPlatform() else {
       throw .saveFailed(
-        path: suiteName ?? "the standard suite",
-        reason: "the preferences daemon did not store the writes (CFPreferencesAppSynchronize failed)")
+        path: suiteDescription,
+        reason: "the preferences daemon did not take the writes (CFPreferencesAppSynchronize returned false)")
     }
   }
 

@@ -62,9 +62,6 @@ final class SuitePersistence: Sendable {
   /// (``SuiteFileRecord/unsavedKeysBeforeSave``).
   static let minimumUnsavedKeysBeforeSave = 256
 
-  /// Saves of hubs that were dropped with unsaved writes (tests wait on it).
-  static let handOffs = DispatchGroup()
-
   /// The persistence of a suite's plist, whose memory is corelibs' copy (Linux).
   convenience init(defaults: UserDefaults, domain: CorelibsDomain) {
     self.init(record: SuiteFileRecord(file: SuiteFile(suiteName: domain.name), corelibs: domain, defaults: defaults))
@@ -424,10 +421,6 @@ final class SuitePersistence: Sendable {
   /// The hub is going away: its unsaved writes are saved in the background (this object lives until then).
   func handOff() {
     guard hasUnsavedWrites else { return }
-    Self.handOffs.enter()
-    background.async { [self] in
-      saveReportingFailure()
-      Self.handOffs.leave()
-    }
+    background.async { [self] in saveReportingFailure() }
   }
 }
