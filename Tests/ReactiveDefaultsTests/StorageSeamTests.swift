@@ -401,8 +401,10 @@ private let other = DefaultsKey<Int>("other", default: 0)
       // The suite's lock, held as another process would: the background save waits for it.
       let descriptor = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
       try #require(descriptor >= 0 && flock(descriptor, LOCK_EX) == 0)
-      let saverWaits = Recorder<Bool>()
-      SuiteFile.lockWaits.withLock { $0[path + ".lock"] = { saverWaits.append(true) } }
+      // What happens to the suite: "waits" each time a thread is about to wait for the lock, "made" once the second
+      // store is made (one recorder, so that a wait can end on either).
+      let progress = Recorder<String>()
+      SuiteFile.lockWaits.withLock { $0[path + ".lock"] = { progress.append("waits") } }
       defer { _ = SuiteFile.lockWaits.withLock { $0.removeValue(forKey: path + ".lock") } }
       let persistence = try #require(first.hub.persistence)
       first[.count] = 2
@@ -410,7 +412,7 @@ private let other = DefaultsKey<Int>("other", default: 0)
       dropped = first.hub
       _ = consume first
       #expect(dropped == nil)
-      #expect(await saverWaits.wait { !$0.isEmpty })
+      #expect(await progress.wait { !$0.isEmpty })
       // Another process saves meanwhile (holding the lock, which it has).
       try PropertyListSerialization.data(fromPropertyList: ["count": 1, "other": 7], format: .xml, options: 0)
         .write(to: URL(fileURLWithPath: path), options: .atomic)
@@ -418,9 +420,8 @@ private let other = DefaultsKey<Int>("other", default: 0)
       // holds (a read that finds the file changed reloads it), and a wait on one of the test pool's threads would
       // never end.
       let seen = Recorder<Int>()
-      let made = Recorder<Bool>()
       async let second = offThePool { () -> (DefaultsStore, DefaultsObservation, SuitePersistence?, Int)? in
-        defer { made.append(true) }
+        defer { progress.append("made") }
         guard let second = DefaultsStore(suiteName: name) else { return nil }
         let count = second[.count]
         let token = second.property(DefaultsKey<Int>("other", default: 0)).observe { seen.append($0) }
@@ -428,7 +429,8 @@ private let other = DefaultsKey<Int>("other", default: 0)
       }
       // Released once the second store is made, or waits for the lock too (its making began while the dropped
       // hub's save was still waiting).
-      #expect(await saverWaits.wait { $0.count >= 2 } || made.count == 1)
+      #expect(
+        await progress.wait { $0.contains("made") || $0.filter { $0 == "waits" }.count >= 2 }, "\(progress.values)")
       flock(descriptor, LOCK_UN)
       close(descriptor)
       let (store, token, shared, count) = try #require(try await second)

@@ -398,8 +398,12 @@ final class SuitePersistence: Sendable {
           findings.issues += reloadFindings.issues
           if reloadFindings.changedElsewhere { findings.changedElsewhere = true }
           if let failure { return .failure(failure) }
-          // The body must not read a copy that misses another process's last save.
-          guard record.isSynced || file.stamp() == nil else {
+          // The body must not read a copy that misses another process's last save. (Whether memory is the file as
+          // it is now, not `isSynced`: a load from a file modified a moment before stops counting as synced 20 ms
+          // later, which a slow machine could reach before this line, and the lock keeps every writer using the
+          // library out meanwhile.)
+          let stamp = file.stamp()
+          guard stamp == nil || record.isFile(stamp) else {
             return .failure(
               DefaultsError.saveFailed(
                 path: file.path, reason: "Foundation's copy of the suite could not be reloaded from the file"))
