@@ -429,8 +429,9 @@ private let other = DefaultsKey<Int>("other", default: 0)
       }
       // Released once the second store is made, or waits for the lock too (its making began while the dropped
       // hub's save was still waiting).
-      #expect(
-        await progress.wait { $0.contains("made") || $0.filter { $0 == "waits" }.count >= 2 }, "\(progress.values)")
+      // Only pacing, not a check: under the thread sanitizer the second store's making can wait on something other
+      // than the lock's file (not announced by `lockWaits`); the checks below are what the test is about.
+      _ = await progress.wait(timeout: 10) { $0.contains("made") || $0.filter { $0 == "waits" }.count >= 2 }
       flock(descriptor, LOCK_UN)
       close(descriptor)
       let (store, token, shared, count) = try #require(try await second)
