@@ -142,6 +142,38 @@ private let name = DefaultsKey<String>("name", default: "")
     #expect(store[count] == 0)
   }
 
+  /// A removal of the file (`rm`, a writer that takes no lock) between a save's check of the file and the stamp it
+  /// works from: the save merges its write into the missing file, memory becomes that file, and the observer, which
+  /// only waits, hears the default. (Before, the save found the file as it had left it, wrote the write alone into a
+  /// new file, and kept memory as it was: reads and the observer kept the removed value; history checker, seed
+  /// 200267.)
+  @Test func aFileRemovedWhileASaveChecksItReachesTheObservers() async throws {
+    let folder = makeFolder()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let url = folder.appendingPathComponent("s.plist")
+    let (store, issues) = try makeFileStore(url)
+    let path = try #require(store.hub.persistence?.file.path)
+    let name = DefaultsKey<String>("name", default: "")
+    store[count] = 5
+    try await offThePool { try store.save() }
+    let seen = Recorder<Int>()
+    let token = store.observe(count) { seen.append($0) }
+    defer { token.cancel() }
+    #expect(await seen.wait(timeout: 10) { $0 == [5] })
+    let removed = try await removingFile(path, at: .afterCheck) {
+      store[name] = "mine"
+      try await offThePool { try store.save() }
+    }
+    #expect(removed == [true])
+    #expect(await seen.wait(timeout: 10) { $0.last == 0 }, "\(seen.values)")
+    let entries = try #require(try fileEntries(url))
+    #expect(entries["count"] == nil)
+    #expect(entries["name"] as? String == "mine")
+    #expect(store[count] == 0)
+    #expect(store[name] == "mine")
+    #expect(issues.values.isEmpty, "\(issues.values)")
+  }
+
   /// A file that is not a property list is reported, kept beside it, and replaced by the next save; the store reads
   /// defaults meanwhile and never crashes.
   @Test func aDamagedFileIsReportedBackedUpAndReplaced() async throws {

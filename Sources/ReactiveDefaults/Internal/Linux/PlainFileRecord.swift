@@ -114,8 +114,7 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
     var outcome = try locked { () throws(SaveFailure) -> SaveOutcome in
       // The stamp after the check, as the check's read is of that file (or newer): known entries of an older stamp
       // never stand in for a file another writer replaced in between.
-      let check = try check()
-      let stamp = file.stamp()
+      let (check, stamp) = try checkThenStamp()
       let writes = takingWrites()
       var entries = try knownOrOnDisk(check, at: stamp)
       for (key, value) in writes { entries[key] = value }

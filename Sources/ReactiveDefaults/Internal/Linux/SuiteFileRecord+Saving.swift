@@ -27,8 +27,7 @@ extension SuiteFileRecord {
     let defaults = self.defaults.instance
     let outcome = try locked { () throws(SaveFailure) -> SaveOutcome in
       let writes = takingWrites()
-      let check = try check()
-      let stamp = file.stamp()
+      let (check, stamp) = try checkThenStamp()
       // What the journal holds.
       var entries: [PropertyListKey: PropertyListValue]?
       // What the save did, for ``SuiteFile/saveTrace`` (described only when something traces).
@@ -67,7 +66,9 @@ extension SuiteFileRecord {
         for (key, value) in writes { onDisk[key] = value }
         entries = onDisk
       }
-      let bytes = SuiteFile.encode(entries ?? [:])
+      // What this save means the file to hold.
+      let journalEntries = entries ?? [:]
+      let bytes = SuiteFile.encode(journalEntries)
       try Self.checkSize(bytes)
       let journal = file.journalPath
       try file.writeNewFile(journal, bytes)
@@ -88,6 +89,20 @@ extension SuiteFileRecord {
       /// corelibs' file, when the save keeps it, and whether that is the journal's content.
       var keptCorelibsFile: Data?
       var keptJournalContent = false
+      // Every write of ours up to corelibs' save (set once no write runs).
+      var newest: [PropertyListKey: PropertyListValue?] = [:]
+      /// The file the save leaves differs from the journal in a key no write of ours explains: corelibs' save merged a
+      /// change another writer made during this save (a plain `rm` after the check: corelibs saved its dirty keys into
+      /// the missing file), or a plain `UserDefaults` write of this process. Either way reads give it, and observers
+      /// must hear of it. (Before, only reads saw such a change; history checker, seed 200267.)
+      var foreignChange = false
+      func differsFromJournal(_ domain: [PropertyListKey: PropertyListValue]?) -> Bool {
+        guard let domain else { return true }
+        for (key, value) in domain where newest.index(forKey: key) == nil && journalEntries[key] != value {
+          return true
+        }
+        return journalEntries.keys.contains { newest.index(forKey: $0) == nil && domain[$0] == nil }
+      }
       try excludingWrites { () throws(SaveFailure) in
         let beforeCorelibsSave = file.stamp()
         corelibsSaved = corelibs.synchronize()
@@ -116,6 +131,7 @@ extension SuiteFileRecord {
               (try? file.replaceAtomically(journal, with: replacement)) != nil
             {
               entries = memory
+              foreignChange = differsFromJournal(memory)
             }
           }
           try commitJournal()
@@ -134,7 +150,7 @@ extension SuiteFileRecord {
         // would read as this one.
         var restamped: SuiteFile.Stamp?
         // Every write of ours up to now: this save's, and the newer ones made since it took them (no write runs now).
-        let newest = writes.merging(writtenSince(), uniquingKeysWith: { _, newer in newer })
+        newest = writes.merging(writtenSince(), uniquingKeysWith: { _, newer in newer })
         // The same holds when corelibs' file is the journal's content (`.same`): no rename. A plain `synchronize()`
         // on another thread (any suite's: corelibs then saves every domain) can rewrite the file in place after the
         // read-back, with plain writes of this process that corelibs then counts as saved; a rename would drop them
@@ -174,6 +190,7 @@ extension SuiteFileRecord {
             try commitMemory()
             break
           }
+          foreignChange = differsFromJournal(merged)
           for (key, value) in newest { merged[key] = value }
           let content = SuiteFile.encode(merged)
           // The file then holds what corelibs' copy lacks: the copy must go.
@@ -211,7 +228,10 @@ extension SuiteFileRecord {
         if try file.flush(file.path) {
           // Parsed now, while writes run: the next save applies its writes to these entries instead of copying
           // corelibs' whole domain under corelibs' lock, which the suite's writers wait for.
-          if !keptJournalContent { entries = try? SuiteFile.parseDomain(kept) }
+          if !keptJournalContent {
+            entries = try? SuiteFile.parseDomain(kept)
+            foreignChange = differsFromJournal(entries)
+          }
         } else {
           // A writer that takes no lock (a plain `rm`) removed the file since the restamp: the save happened, then
           // the removal, which memory and the observers now follow, as when corelibs' save found the file gone.
@@ -242,7 +262,8 @@ extension SuiteFileRecord {
       // until the next change of the key; history checker, seed 700008733.)
       committed()
       return SaveOutcome(
-        issue: check.issue, changedElsewhere: check.changedElsewhere || removedElsewhere || copyIsStale)
+        issue: check.issue,
+        changedElsewhere: check.changedElsewhere || removedElsewhere || copyIsStale || foreignChange)
     }
     // The rename (or unlink) is made durable after the lock is released: the next process waiting for the lock
     // (a reload of this very save, in a process that watches the suite) need not wait for the disk as well.
@@ -268,6 +289,8 @@ extension SuiteFileRecord {
 
   /// A moment inside a save (or an open) that no event marks, for ``saveSteps``.
   enum SaveStep: Sendable {
+    /// The save checked the file; it has not taken the stamp it works from.
+    case afterCheck
     /// An open found no file; corelibs has not loaded its copy (``open()``).
     case beforeLoadingMissingFile
     /// The journal is written; corelibs has not saved.

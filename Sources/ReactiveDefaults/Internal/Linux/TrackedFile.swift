@@ -58,6 +58,8 @@ class TrackedFile: @unchecked Sendable {
     var domain: SuiteFile.Domain?
     /// The file is not as this process last saved or loaded it: another process wrote it.
     var changedElsewhere = false
+    /// The file's stamp when the check last looked at it (after its read, when it read the file).
+    var stamp: SuiteFile.Stamp?
   }
 
   /// Runs `body` holding the suite's lock (the `flock` of its lock file), which excludes every other process and
@@ -96,7 +98,7 @@ class TrackedFile: @unchecked Sendable {
     try recoverJournal()
     let stamp = file.stamp()
     let checked = state.withLock { $0.checked }
-    var result = Check(changedElsewhere: !memoryIsFile(stamp))
+    var result = Check(changedElsewhere: !memoryIsFile(stamp), stamp: stamp)
     guard stamp != checked else { return result }
     do throws(SuiteFileProblem) {
       result.domain = try file.settledRead()
@@ -119,6 +121,7 @@ class TrackedFile: @unchecked Sendable {
       result.issue = .unreadableFile(path: file.path, reason: error.reason, backup: backup)
     }
     let checkedStamp = file.stamp()  // after any wait for a writer to finish, or a move
+    result.stamp = checkedStamp
     state.withLock { state in
       state.checked = checkedStamp
       if let issue = result.issue { state.found = Array((state.found + [issue]).suffix(16)) }
@@ -233,6 +236,22 @@ extension FileRecord {
   /// ``TrackedFile/check(memoryIsFile:)`` against this memory.
   func check() throws(SaveFailure) -> Check {
     try check(memoryIsFile: isFile)
+  }
+
+  /// ``check()``, then the file's stamp, which a save works from. A writer that takes no lock (a plain `rm`, an
+  /// editor's save) can change the file between the two: memory is then not the file at that stamp either, so the
+  /// check says the file changed elsewhere (the save merges the file as it is, and the observers hear of it), and a
+  /// domain the check read before the change is dropped (the save reads the file again). (Before, a save whose check
+  /// found the file as this process had left it, and whose stamp then found no file, wrote its writes into a file
+  /// without the removed keys and told no observer, which kept the removed values until the next change; a file
+  /// store's memory even kept the keys. History checker, seed 200267.)
+  func checkThenStamp() throws(SaveFailure) -> (check: Check, stamp: SuiteFile.Stamp?) {
+    var check = try check()
+    SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.afterCheck)
+    let stamp = file.stamp()
+    if stamp != check.stamp { check.domain = nil }
+    if !isFile(stamp) { check.changedElsewhere = true }
+    return (check, stamp)
   }
 
   /// Whether the file is as this process last saved or loaded it (a file event was our own save): its stamp is the
