@@ -1,21 +1,6 @@
 // The plan of one randomized multi-process history: which worker processes run which operations, on which of their
 // threads, over which suites, and which worker is killed when. Made from a seed, so that any history can be run again.
 
-/// SplitMix64: small, fast and the same on every platform, so a seed names one plan everywhere.
-package struct SeededGenerator: RandomNumberGenerator, Sendable {
-  private var state: UInt64
-
-  package init(seed: UInt64) { state = seed }
-
-  package mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
-
 /// One history to run: library workers (processes of several threads), an optional plain writer, and kills.
 package struct HistoryPlan: Codable, Sendable, Equatable {
   /// A worker killed with `SIGKILL` once its thread `thread` has begun operation `afterOperation`,
@@ -177,54 +162,5 @@ package struct HistoryPlan: Codable, Sendable, Equatable {
       }
     }
     return HistoryPlan(seed: seed, suites: suites, workers: workers, plainWriter: plainWriter, kills: kills)
-  }
-}
-
-/// One line of a worker's log (JSON), or of the driver's.
-package struct HistoryEvent: Codable, Sendable, Equatable {
-  /// `begin` / `done` of an operation, `observed` (an observer's delivery), `issue` (a store's issue handler),
-  /// `quiet` (all operations done and saved), `converged` (an observer's value once writes stopped), `refreshed`
-  /// (an observer's value after `refresh()`), `final` (a read after `refresh()`), `killed` (the driver).
-  package var event: String
-  package var worker: Int
-  /// The worker's thread that ran the operation (the worker's closing saves run on a thread numbered after them).
-  package var thread: Int? = nil
-  /// The operation's index in its thread's plan.
-  package var index: Int? = nil
-  package var operation: String? = nil
-  /// Suite label (`0`…, `P`).
-  package var suite: String? = nil
-  package var keys: [String]? = nil
-  /// Values written (one per key; -1 removes), or read or observed (-1: absent).
-  package var values: [Int]? = nil
-  /// Values read inside a transaction before its writes (one per key).
-  package var reads: [Int]? = nil
-  package var ok: Bool? = nil
-  /// Nanoseconds on the monotonic clock every process shares.
-  package var time: UInt64
-  package var observer: Int? = nil
-  /// Whether the observer is a quiet one (``HistoryPlan/make(seed:)``).
-  package var quiet: Bool? = nil
-  package var message: String? = nil
-
-  package init(
-    event: String, worker: Int, thread: Int? = nil, index: Int? = nil, operation: String? = nil, suite: String? = nil,
-    keys: [String]? = nil, values: [Int]? = nil, reads: [Int]? = nil, ok: Bool? = nil, time: UInt64,
-    observer: Int? = nil, quiet: Bool? = nil, message: String? = nil
-  ) {
-    self.event = event
-    self.worker = worker
-    self.thread = thread
-    self.index = index
-    self.operation = operation
-    self.suite = suite
-    self.keys = keys
-    self.values = values
-    self.reads = reads
-    self.ok = ok
-    self.time = time
-    self.observer = observer
-    self.quiet = quiet
-    self.message = message
   }
 }

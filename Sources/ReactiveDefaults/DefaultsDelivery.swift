@@ -2,10 +2,10 @@
 ///
 /// The plain `observe` runs its handler, for a write through the library in this process, on the thread that wrote,
 /// inside the write (for other sources of change, see "Which thread an observer runs on" in the Gotchas article): the
-/// cheapest delivery, and the right one for code that does not care where it runs. UI code needs the main actor, and Swift 6 makes hopping
-/// there by hand awkward (a `@Sendable` handler cannot touch main-actor state, and `MainActor.assumeIsolated`
-/// traps off the main thread). `observe(on: .mainActor)` takes a `@MainActor` handler instead, so the closure
-/// reads and writes main-actor state directly:
+/// cheapest delivery, and the right one for code that does not care where it runs. UI code needs the main actor, and
+/// Swift 6 makes hopping there by hand awkward (a `@Sendable` handler cannot touch main-actor state, and
+/// `MainActor.assumeIsolated` traps off the main thread). `observe(on: .mainActor)` takes a `@MainActor` handler
+/// instead, so the closure reads and writes main-actor state directly:
 ///
 /// ```swift
 /// @MainActor final class VolumeLabel {

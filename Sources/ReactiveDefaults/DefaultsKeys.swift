@@ -14,11 +14,10 @@ open class DefaultsKeys: @unchecked Sendable {
   /// The key's name in `UserDefaults`.
   public let name: String
 
-  /// Creates a key with a name; use ``DefaultsKey`` to declare a typed key.
-  ///
-  /// - Parameter name: The key's name in `UserDefaults`. An empty name is refused on every read and write
-  ///   (reported as ``DefaultsError/invalidKey(_:)``).
-  public init(name: String) {
+  /// Creates a key with a name, for ``DefaultsKey``'s initializers (an untyped key has no use: declare a typed
+  /// ``DefaultsKey``). An empty name is refused on every read and write (reported as
+  /// ``DefaultsError/invalidKey(_:)``).
+  init(name: String) {
     self.name = name
   }
 }

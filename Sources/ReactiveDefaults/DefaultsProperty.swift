@@ -36,9 +36,9 @@ public final class DefaultsProperty<Value: DefaultsValue>: Sendable, Observable 
   ///
   /// Reading it is tracked by Observation (`withObservationTracking`, SwiftUI). For that, the first read registers
   /// the property as an observer of its key, for the property's whole life: Observation offers no public way to
-  /// tell a tracked read from a plain one. The registration costs one observer (`bytes_per_observer` in the benchmark) and, on Linux,
-  /// starts the watch of the suite's folder while it lasts; it ends when the property is released. A property
-  /// that is written and never read costs nothing.
+  /// tell a tracked read from a plain one. The registration costs one observer (`bytes_per_observer` in the benchmark)
+  /// and, on Linux, starts the watch of the suite's folder while it lasts; it ends when the property is released. A
+  /// property that is written and never read costs nothing.
   public var value: Value {
     get {
       registrar.access(self, keyPath: \.value)

@@ -1,5 +1,3 @@
-import Synchronization
-
 extension DefaultsStore {
   /// Calls `handler` with the current values of several keys (unless `initial` is false), then once per change of
   /// any of them, always with all their current values.
@@ -51,12 +49,12 @@ extension DefaultsStore {
   /// consumer is slower than the writes, and ends (removing its observers) when the consuming task is cancelled.
   ///
   /// ```swift
-  /// for await (volume, theme) in store.changes(of: .volume, .theme) { … }
+  /// for await (volume, theme) in store.values(of: .volume, .theme) { … }
   /// ```
   ///
   /// - Parameter keys: The keys, of any value types.
   /// - Returns: A new stream, observing from this moment.
-  public func changes<each Value: DefaultsValue>(
+  public func values<each Value: DefaultsValue>(
     of keys: repeat DefaultsKey<each Value>
   ) -> AsyncStream<(repeat each Value)> {
     let (stream, continuation) = AsyncStream.makeStream(
@@ -65,6 +63,14 @@ extension DefaultsStore {
     let token = observe(repeat each keys) { (values: repeat each Value) in yielder.yield((repeat each values)) }
     continuation.onTermination = { _ in token.cancel() }
     return stream
+  }
+
+  /// ``values(of:)``, under its former name.
+  @available(*, deprecated, renamed: "values(of:)")
+  public func changes<each Value: DefaultsValue>(
+    of keys: repeat DefaultsKey<each Value>
+  ) -> AsyncStream<(repeat each Value)> {
+    values(of: repeat each keys)
   }
 
   /// Removes several keys in one call; each key's observers are told once, if it held a value.
@@ -112,110 +118,6 @@ extension DefaultsProperty {
   /// Whether the key holds nothing, or holds its default value (see ``DefaultsStore/isDefault(_:)``).
   public var isDefault: Bool {
     store.isDefault(key)
-  }
-}
-
-/// The newest delivered value of one key of a multi-key observation.
-final class Slot<Value: DefaultsValue>: @unchecked Sendable {  // `storage` and `delivered` are behind `lock`
-  private let lock = Mutex(())
-  private nonisolated(unsafe) var storage: Value
-  private nonisolated(unsafe) var delivered = false
-
-  init(_ value: Value) { storage = value }
-
-  var value: Value { lock.withLock { _ in storage } }
-
-  /// A value the key's observer delivered.
-  func deliver(_ value: Value) {
-    lock.withLock { _ in
-      storage = value
-      delivered = true
-    }
-  }
-
-  /// The value read after registering; ignored once the observer delivered (its value is newer).
-  func initialize(_ value: Value) {
-    lock.withLock { _ in if !delivered { storage = value } }
-  }
-}
-
-/// A multi-key observation: the newest value of each key, and the handler, called one thread at a time.
-final class SeveralKeys<each Value: DefaultsValue>: Sendable {
-  let slots: (repeat Slot<each Value>)
-  private let handler: @Sendable (repeat each Value) -> Void
-  private let emitter = Emitter()
-  /// While the observers register, changes only mark that one happened (emitted once setup is done).
-  private let setup = Locked((done: false, changed: false))
-
-  init(slots: repeat Slot<each Value>, handler: @escaping @Sendable (repeat each Value) -> Void) {
-    self.slots = (repeat each slots)
-    self.handler = handler
-  }
-
-  private func current<Element>(_ slot: Slot<Element>) -> Element { slot.value }
-
-  /// A key changed: emit, unless the observation is still being set up.
-  func changed() {
-    let now = setup.withLock { setup -> Bool in
-      guard setup.done else {
-        setup.changed = true
-        return false
-      }
-      return true
-    }
-    if now { emit() }
-  }
-
-  /// Ends the setup: emits the current values when asked, or when a change arrived during the setup.
-  func finishSetup(emitting initial: Bool) {
-    let changedMeanwhile = setup.withLock { setup -> Bool in
-      setup.done = true
-      return setup.changed
-    }
-    if initial || changedMeanwhile { emit() }
-  }
-
-  /// Calls the handler with every key's newest value (or makes the thread already calling it call it again).
-  func emit() {
-    guard emitter.begin() else { return }
-    repeat {
-      handler(repeat current(each slots))
-    } while emitter.continues()
-  }
-}
-
-/// Calls a multi-key handler one thread at a time: a change that arrives while it runs makes the running thread
-/// call it again when it returns.
-final class Emitter: Sendable {
-  private struct State {
-    var running = false
-    var again = false
-  }
-
-  private let state = Locked(State())
-
-  /// Whether the caller is to call the handler (no other thread is); else the running thread calls it again.
-  func begin() -> Bool {
-    state.withLock { state in
-      guard !state.running else {
-        state.again = true
-        return false
-      }
-      state.running = true
-      return true
-    }
-  }
-
-  /// After a call: whether to call again (a change arrived meanwhile); else the caller is done.
-  func continues() -> Bool {
-    state.withLock { state in
-      guard state.again else {
-        state.running = false
-        return false
-      }
-      state.again = false
-      return true
-    }
   }
 }
 

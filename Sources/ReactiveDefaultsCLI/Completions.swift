@@ -88,6 +88,9 @@ enum Completions {
       .joined(separator: " ")
     let domainCases = positions(.domain).joined(separator: "|")
     let fileCases = positions(.file).joined(separator: "|")
+    let optionCases = Help.commands.filter { !$0.allOptions.isEmpty }.map { command in
+      "      \(command.name)) compadd -- \(command.allOptions.joined(separator: " ")); return ;;"
+    }.joined(separator: "\n")
     return """
       #compdef rdefaults
       # zsh completion for rdefaults: save it as _rdefaults in a folder of $fpath.
@@ -110,7 +113,7 @@ enum Completions {
         fi
         if [[ ${words[CURRENT]} == --* ]]; then
           case $command in
-      \(Help.commands.filter { !$0.allOptions.isEmpty }.map { "      \($0.name)) compadd -- \($0.allOptions.joined(separator: " ")); return ;;" }.joined(separator: "\n"))
+      \(optionCases)
           esac
         fi
         if [[ $command == write && $position == 3 && ${words[CURRENT]} == -* ]]; then
@@ -141,8 +144,8 @@ enum Completions {
     lines.append("complete -c rdefaults -n '__fish_seen_subcommand_from help' -xa '\(commandNames)'")
     let domainCommands = Help.commands.filter { $0.completes.first == .domain }.map(\.name).joined(separator: " ")
     lines.append(
-      "complete -c rdefaults -n '__fish_seen_subcommand_from \(domainCommands); and test (count (commandline -opc)) -eq 2'"
-        + " -xa '(rdefaults domains 2>/dev/null)'")
+      "complete -c rdefaults -n '__fish_seen_subcommand_from \(domainCommands); "
+        + "and test (count (commandline -opc)) -eq 2' -xa '(rdefaults domains 2>/dev/null)'")
     lines.append(
       "complete -c rdefaults -n '__fish_seen_subcommand_from write; and test (count (commandline -opc)) -eq 4'"
         + " -xa '\(typeFlags)'")

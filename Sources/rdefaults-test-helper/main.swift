@@ -6,7 +6,8 @@
 //   rdefaults-test-helper write DOMAIN KEY INT    write, print the write's time (ns since boot), exit
 //   rdefaults-test-helper exit DOMAIN KEY INT     write, exit at once (the save at exit must keep it)
 //   rdefaults-test-helper fds DOMAIN KEY INT      print descriptor counts before, while and after other suites are open
-//   rdefaults-test-helper sweep DOMAIN OTHER      write k=1 to both, print "written", flush DOMAIN only, print "flushed"
+//   rdefaults-test-helper sweep DOMAIN OTHER      write k=1 to both, print "written", flush DOMAIN only, print
+//                                                 "flushed"
 //   rdefaults-test-helper churn DOMAIN N          fill k0..k<N-1> (once), print "ready", then save changes forever
 //   rdefaults-test-helper count DOMAIN            print how many keys the domain has, opened through the library
 //   rdefaults-test-helper count --file PATH       the same for a file store
@@ -21,7 +22,8 @@
 //   rdefaults-test-helper readloop DOMAIN N       read keys k0… in a tight loop until N changes of "round" arrived
 //                                                 (or 60 s passed); print "CHANGES READS ABSENT", exit
 //   rdefaults-test-helper check [--seeds A,B] [--histories N] [--seconds S] [--bound-ms M] [--first-seed N]
-//                                                 run randomized multi-process histories and check them (History.swift)
+//                                                 run randomized multi-process histories and check them
+//                                                 (HistoryDriver.swift)
 //   rdefaults-test-helper worker PLAN INDEX       one worker of such a history
 //   rdefaults-test-helper group                   start `group-of PGID` as the checker's workers start tools; print
 //                                                 "same group" when it ran in this process's group, else "own group"

@@ -143,12 +143,7 @@ func replaceWithPython(_ path: String, key: String, value: Int) async throws -> 
     let churn = Churn()
     let store = try #require(DefaultsStore(suiteName: name))
     let model = Player(store: store)
-    let changed = Recorder<Bool>()
-    withObservationTracking {
-      _ = model.volume
-    } onChange: {
-      changed.append(true)
-    }
+    let changed = trackObservation { _ = model.volume }
     let written = try await runTool(["write", name, "volume", "-float", "0.3"], config: processConfigFolder)
     #expect(written.status == 0, "\(written.error)")
     #expect(await changed.wait(timeout: 10) { !$0.isEmpty }, "Observation never fired")

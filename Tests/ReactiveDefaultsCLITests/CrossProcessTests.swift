@@ -28,12 +28,7 @@ private func withSuite(_ body: (String, DefaultsStore) async throws -> Void) asy
   @Test func anObservableModelSeesAnotherProcessesWrite() async throws {
     try await withSuite { name, store in
       let model = ObservedPlayer(store: store)
-      let changed = Recorder<Bool>()
-      withObservationTracking {
-        _ = model.volume
-      } onChange: {
-        changed.append(true)
-      }
+      let changed = trackObservation { _ = model.volume }
       try await runTool(["write", name, "volume", "-float", "0.3"], config: processConfigFolder)
       #expect(await changed.wait { $0.count == 1 })
       #expect(model.volume == 0.3)

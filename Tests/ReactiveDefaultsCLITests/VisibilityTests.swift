@@ -108,12 +108,7 @@ private func afterReloads(
           group.addTask {
             let store = try #require(DefaultsStore(suiteName: second))
             let model = Counter(store: store)
-            let changed = Recorder<Bool>()
-            withObservationTracking {
-              _ = model.count
-            } onChange: {
-              changed.append(true)
-            }
+            let changed = trackObservation { _ = model.count }
             try await runTool(["write", second, "count", "-int", "\(round + 20)"], config: processConfigFolder)
             #expect(await changed.wait(timeout: 10) { !$0.isEmpty }, "Observation never fired")
             #expect(model.count == round + 20)
@@ -214,7 +209,7 @@ private func afterReloads(
       let key = DefaultsKey<Int>("value", default: 0)
       let path = processConfigFolder + "/\(name).plist"
       let created = Recorder<Bool>()
-      SuiteFileRecord.saveSteps.withLock { hooks in
+      TrackedFile.saveSteps.withLock { hooks in
         hooks[path] = { step in
           guard step == .beforeLoadingMissingFile, created.count == 0 else { return }
           // Another process's save: a whole file renamed into place.
@@ -223,7 +218,7 @@ private func afterReloads(
               != nil)
         }
       }
-      defer { _ = SuiteFileRecord.saveSteps.withLock { $0.removeValue(forKey: path) } }
+      defer { _ = TrackedFile.saveSteps.withLock { $0.removeValue(forKey: path) } }
       let store = try #require(await offThePool { DefaultsStore(suiteName: name) })
       #expect(created.values == [true])
       try await runTool(["delete", name], config: processConfigFolder)

@@ -37,31 +37,48 @@ private func meetJunk<Value: DefaultsValue & Equatable>(
 }
 
 @Suite struct BadValueTests {
-  @Test func everyTypeMeetsEveryWrongStoredType() {
-    meetJunk(Bool.self, default: false)
-    meetJunk(Int.self, default: 3)
-    meetJunk(Int8.self, default: 3)
-    meetJunk(Int16.self, default: 3)
-    meetJunk(Int32.self, default: 3)
-    meetJunk(Int64.self, default: 3)
-    meetJunk(UInt.self, default: 3)
-    meetJunk(UInt8.self, default: 3)
-    meetJunk(UInt16.self, default: 3)
-    meetJunk(UInt32.self, default: 3)
-    meetJunk(UInt64.self, default: 3)
-    meetJunk(Double.self, default: 3)
-    meetJunk(Float.self, default: 3)
-    meetJunk(String.self, default: "d")
-    meetJunk(Data.self, default: Data([9]))
-    meetJunk(Date.self, default: Date(timeIntervalSince1970: 9))
-    meetJunk(URL.self, default: URL(string: "https://default.example")!)
-    meetJunk(UUID.self, default: UUID())
-    meetJunk([Int].self, default: [9])
-    meetJunk([String: Int].self, default: ["d": 9])
-    meetJunk(Int?.self, default: nil)
-    meetJunk(Theme.self, default: .system)
-    meetJunk(Layout.self, default: Layout())
-    meetJunk([URL].self, default: [])
+  /// A value type and the default of its key, to meet every junk value (`meetJunk`); a failure points at its entry.
+  struct ValueType: Sendable, CustomTestStringConvertible {
+    let testDescription: String
+    let meet: @Sendable () -> Void
+
+    init<Value: DefaultsValue & Equatable>(
+      _ type: Value.Type, default defaultValue: Value, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+      testDescription = "\(Value.self)"
+      meet = { meetJunk(Value.self, default: defaultValue, sourceLocation: sourceLocation) }
+    }
+  }
+
+  static let valueTypes: [ValueType] = [
+    ValueType(Bool.self, default: false),
+    ValueType(Int.self, default: 3),
+    ValueType(Int8.self, default: 3),
+    ValueType(Int16.self, default: 3),
+    ValueType(Int32.self, default: 3),
+    ValueType(Int64.self, default: 3),
+    ValueType(UInt.self, default: 3),
+    ValueType(UInt8.self, default: 3),
+    ValueType(UInt16.self, default: 3),
+    ValueType(UInt32.self, default: 3),
+    ValueType(UInt64.self, default: 3),
+    ValueType(Double.self, default: 3),
+    ValueType(Float.self, default: 3),
+    ValueType(String.self, default: "d"),
+    ValueType(Data.self, default: Data([9])),
+    ValueType(Date.self, default: Date(timeIntervalSince1970: 9)),
+    ValueType(URL.self, default: URL(string: "https://default.example")!),
+    ValueType(UUID.self, default: UUID()),
+    ValueType([Int].self, default: [9]),
+    ValueType([String: Int].self, default: ["d": 9]),
+    ValueType(Int?.self, default: nil),
+    ValueType(Theme.self, default: .system),
+    ValueType(Layout.self, default: Layout()),
+    ValueType([URL].self, default: []),
+  ]
+
+  @Test(arguments: valueTypes) func everyTypeMeetsEveryWrongStoredType(_ type: ValueType) {
+    type.meet()
   }
 
   @Test func outOfRangeIntegersAreMismatches() throws {

@@ -1,5 +1,4 @@
 import Foundation
-import Observation
 import Synchronization
 import TestSupport
 import Testing
@@ -231,12 +230,7 @@ private func observeVolumeAndCount(
   @Test(arguments: Storage.allCases) func withObservationTrackingSeesChanges(storage: Storage) {
     let (store, _) = makeStore(storage)
     let volume = store.property(.volume)
-    let fired = Recorder<Bool>()
-    withObservationTracking {
-      _ = volume.value
-    } onChange: {
-      fired.append(true)
-    }
+    let fired = trackObservation { _ = volume.value }
     store[.count] = 3  // another key: not tracked
     #expect(fired.values.isEmpty)
     store[.volume] = 0.9  // through the store, not the property

@@ -23,43 +23,64 @@ private func roundTrip<Value: DefaultsValue & Equatable>(
 }
 
 @Suite struct ValueCodingTests {
-  @Test func scalarsRoundTrip() throws {
-    try roundTrip(true, default: false)
-    try roundTrip(false, default: true)
-    try roundTrip(42, default: 0)
-    try roundTrip(Int.min, default: 0)
-    try roundTrip(Int.max, default: 0)
-    try roundTrip(Int8.min, default: 0)
-    try roundTrip(Int16.max, default: 0)
-    try roundTrip(Int32.min, default: 0)
-    try roundTrip(Int64.max, default: 0)
-    try roundTrip(UInt.max, default: 0)
-    try roundTrip(UInt8.max, default: 0)
-    try roundTrip(UInt16.max, default: 0)
-    try roundTrip(UInt32.max, default: 0)
-    try roundTrip(UInt64.max, default: 0)
-    try roundTrip(0.1, default: 0)
-    try roundTrip(-Double.greatestFiniteMagnitude, default: 0)
-    try roundTrip(Double.infinity, default: 0)
-    try roundTrip(Float(0.1), default: 0)
-    try roundTrip("héllo wörld 🎛️", default: "")
-    try roundTrip("", default: "x")
-    try roundTrip(Data([0, 1, 2, 255]), default: Data())
-    // Whole seconds: a fresh instance reads the saved file, which keeps no fraction (see the disk test).
-    try roundTrip(Date(timeIntervalSince1970: 1_700_000_000), default: Date(timeIntervalSince1970: 0))
-    try roundTrip(UUID(), default: UUID())
+  /// A value and the default of its key, to round-trip (`roundTrip`); a failure points at its entry.
+  struct RoundTrip: Sendable, CustomTestStringConvertible {
+    let testDescription: String
+    let check: @Sendable () throws -> Void
+
+    init<Value: DefaultsValue & Equatable>(
+      _ value: Value, default defaultValue: Value, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+      testDescription = "\(Value.self) \(String(reflecting: value))"
+      check = { try roundTrip(value, default: defaultValue, sourceLocation: sourceLocation) }
+    }
   }
 
-  @Test func collectionsAndOptionalsRoundTrip() throws {
-    try roundTrip([1, 2, 3], default: [])
-    try roundTrip(["a", "b"], default: [])
-    try roundTrip([[1], [2, 3]], default: [])
-    try roundTrip(["a": 1, "b": 2], default: [:])
-    try roundTrip(["a": ["x": [true, false]]], default: [:])
-    try roundTrip([UUID(), UUID()], default: [])
-    try roundTrip(Int?.some(5), default: nil)
-    try roundTrip(String?.some("x"), default: nil)
-    try roundTrip([URL(string: "https://example.com/a?b=c")!], default: [])
+  static let scalars: [RoundTrip] = [
+    RoundTrip(true, default: false),
+    RoundTrip(false, default: true),
+    RoundTrip(42, default: 0),
+    RoundTrip(Int.min, default: 0),
+    RoundTrip(Int.max, default: 0),
+    RoundTrip(Int8.min, default: 0),
+    RoundTrip(Int16.max, default: 0),
+    RoundTrip(Int32.min, default: 0),
+    RoundTrip(Int64.max, default: 0),
+    RoundTrip(UInt.max, default: 0),
+    RoundTrip(UInt8.max, default: 0),
+    RoundTrip(UInt16.max, default: 0),
+    RoundTrip(UInt32.max, default: 0),
+    RoundTrip(UInt64.max, default: 0),
+    RoundTrip(0.1, default: 0),
+    RoundTrip(-Double.greatestFiniteMagnitude, default: 0),
+    RoundTrip(Double.infinity, default: 0),
+    RoundTrip(Float(0.1), default: 0),
+    RoundTrip("héllo wörld 🎛️", default: ""),
+    RoundTrip("", default: "x"),
+    RoundTrip(Data([0, 1, 2, 255]), default: Data()),
+    // Whole seconds: a fresh instance reads the saved file, which keeps no fraction (see the disk test).
+    RoundTrip(Date(timeIntervalSince1970: 1_700_000_000), default: Date(timeIntervalSince1970: 0)),
+    RoundTrip(UUID(), default: UUID()),
+  ]
+
+  @Test(arguments: scalars) func scalarsRoundTrip(_ value: RoundTrip) throws {
+    try value.check()
+  }
+
+  static let collectionsAndOptionals: [RoundTrip] = [
+    RoundTrip([1, 2, 3], default: []),
+    RoundTrip(["a", "b"], default: []),
+    RoundTrip([[1], [2, 3]], default: []),
+    RoundTrip(["a": 1, "b": 2], default: [:]),
+    RoundTrip(["a": ["x": [true, false]]], default: [:]),
+    RoundTrip([UUID(), UUID()], default: []),
+    RoundTrip(Int?.some(5), default: nil),
+    RoundTrip(String?.some("x"), default: nil),
+    RoundTrip([URL(string: "https://example.com/a?b=c")!], default: []),
+  ]
+
+  @Test(arguments: collectionsAndOptionals) func collectionsAndOptionalsRoundTrip(_ value: RoundTrip) throws {
+    try value.check()
   }
 
   @Test func rawRepresentableAndCodableRoundTrip() throws {

@@ -43,8 +43,8 @@ public struct ReadmeSnippet: Sendable, CustomStringConvertible {
   /// The first line of a block that is compiled after the block before it.
   public static let continuation = "// Continues the block above"
 
-  /// Every ```` ```swift ```` block of README.md, in order: a fence is a line that begins, after white space, with three
-  /// backticks; the word after them names the block's language, and a line of backticks alone closes it.
+  /// Every ```` ```swift ```` block of README.md, in order: a fence is a line that begins, after white space, with
+  /// three backticks; the word after them names the block's language, and a line of backticks alone closes it.
   ///
   /// - Throws: `CocoaError.fileReadCorruptFile` for a block the README never closes (it would check nothing).
   public static func all() throws -> [ReadmeSnippet] {
@@ -87,7 +87,8 @@ public struct ReadmeSnippet: Sendable, CustomStringConvertible {
     defer { try? FileManager.default.removeItem(at: folder) }
     let file = folder.appendingPathComponent("main.swift")
     try Data((prelude + code).utf8).write(to: file)
-    // Warnings fail it, as they fail the project's own build; the module cache goes to the temporary folder, not ~/.cache.
+    // Warnings fail it, as they fail the project's own build; the module cache goes to the temporary folder, not
+    // ~/.cache.
     var arguments = [
       "-typecheck", "-swift-version", "6", "-warnings-as-errors", "-module-cache-path", Self.moduleCache.path,
       "-I", productsFolder.appendingPathComponent("Modules").path,

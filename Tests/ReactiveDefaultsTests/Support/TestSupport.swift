@@ -208,16 +208,22 @@ func makeStore(_ storage: Storage, _ function: String = #function) -> (DefaultsS
 /// Removes the file at `path` (`unlink`, as a plain `rm` does: a writer that takes no lock) at the first `step` of a
 /// save of it while `body` runs; returns whether it did, once per removal (`[true]`: removed once).
 func removingFile(
-  _ path: String, at step: SuiteFileRecord.SaveStep, during body: () async throws -> Void
+  _ path: String, at step: TrackedFile.SaveStep, during body: () async throws -> Void
 ) async rethrows -> [Bool] {
   let removed = Recorder<Bool>()
-  SuiteFileRecord.saveSteps.withLock { hooks in
+  TrackedFile.saveSteps.withLock { hooks in
     hooks[path] = { current in
       guard current == step, removed.count == 0 else { return }
       removed.append(unlink(path) == 0)
     }
   }
-  defer { _ = SuiteFileRecord.saveSteps.withLock { $0.removeValue(forKey: path) } }
+  defer { _ = TrackedFile.saveSteps.withLock { $0.removeValue(forKey: path) } }
   try await body()
   return removed.values
 }
+
+/// A binary property list the fuzzer found (base64), which the binary reader must refuse without crashing.
+let fuzzerFindingBinaryPlist =
+  "YnBsaXN0MHDYAQIDBAUGBwgBDQ4PEBMUFVFuVGRhdGVRZFFzUWFRaVEAAAAAdGHRCgtRa6EMIz/4AAAAAAAAM8HNJ+RAAAAA"
+  + "Iz/gAAAAAAAAVHRleHTCERIQAWF0YSoJQgECCBkbGSIkJigqLzI0Nj9IUVZZW11fYAAAAAAAAAEBAAAAAAAAABYAAAAAAAAA"
+  + "AAAAAAAAAABj"

@@ -1,3 +1,10 @@
+// Internal/Files: the file engine, on every platform. A file store's file everywhere, and a named suite's plist on
+// Linux, are saved, locked, checked, reloaded and watched here. SuitePersistence runs it (SuiteSync is its state
+// machine with no I/O, SaveOnExit its save at exit); a FileRecord (TrackedFile's subclasses: PlainFileRecord here,
+// SuiteFileRecord in Internal/Linux) knows what memory is against the file; SuiteFile, FileSystem and
+// SuiteFileProblem do the careful POSIX work. Its only platform branches are `stat`'s fields, the XML reader and
+// which folder watch runs (Linux/FolderWatcher, Apple/FolderEvents).
+
 import Foundation
 
 // `stat` may come through another module than Glibc's (with the RxCocoa trait's packages in the build, it comes
@@ -26,10 +33,10 @@ struct FileStatus: Equatable, Sendable {
   var stamp: SuiteFile.Stamp
 }
 
-/// The file operations under a suite's file, as values: the seam through which the persistence's decisions (journal
-/// recovery, checks and backups, merges) are tested with no disk. ``posix`` is the real one; the tests' in-memory one
-/// keeps files in a dictionary and fails an operation on demand. A store over a file of the app's choosing, with no
-/// corelibs in the way, is meant to reuse it.
+/// The file operations under a file the library handles (a file store's on every platform, a suite's plist on
+/// Linux), as values: the seam through which the persistence's decisions (journal recovery, checks and backups,
+/// merges) are tested with no disk. ``posix`` is the real one; the tests' in-memory one keeps files in a dictionary
+/// and fails an operation on demand.
 ///
 /// Each operation is one the library needs, not a general file API: a read never follows a link nor blocks on a
 /// FIFO; a new file is created exclusively, written whole, stamped to the nanosecond and flushed; replacing a file is
@@ -213,9 +220,8 @@ private enum POSIXFiles {
       }
     }
     // A modification time to the nanosecond: file systems stamp a write with a clock that ticks every few
-    // milliseconds, so two saves in one tick, of one size, the second into the inode the first freed, looked like one
-    // file (``SuiteFile/Stamp``), and a process took another's newer save for its own older one (found by the
-    // history checker).
+    // milliseconds, so two saves in one tick, of one size, the second into the inode the first freed, would look like
+    // one file (``SuiteFile/Stamp``), and a process would take another's newer save for its own older one.
     if failure == nil {
       do { try stamp(descriptor, target) } catch { failure = error }
     }

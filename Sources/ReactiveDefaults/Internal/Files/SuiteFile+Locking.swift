@@ -8,8 +8,8 @@ import Foundation
   import Darwin
 #endif
 
-/// The suite's advisory lock: a `flock` of `<suite>.plist.lock`, which every process using the library takes to
-/// save, edit or reload the suite.
+/// The file's advisory lock: a `flock` of `<file>.lock`, which every process using the library takes to save, edit
+/// or reload the file.
 extension SuiteFile {
   // MARK: Locking
 

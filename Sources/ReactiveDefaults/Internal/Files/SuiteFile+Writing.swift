@@ -13,8 +13,8 @@ import Foundation
 extension SuiteFile {
   // MARK: Writing
 
-  /// A domain corelibs holds (``CorelibsPreferences/domain(_:)``), as property-list values, each key exactly as
-  /// corelibs holds it.
+  /// A domain Foundation holds (corelibs': ``CorelibsPreferences/domain(_:)``; Apple's:
+  /// ``ApplePreferences/persistentDomain(of:name:)``), as property-list values, each key exactly as it is held.
   static func entries(_ domain: NSDictionary) throws(SaveFailure) -> [PropertyListKey: PropertyListValue] {
     if case .dictionary(let entries)? = PropertyListValue(foundationObject: domain) { return entries }
     var failure = "it holds a value that is not a property-list value"

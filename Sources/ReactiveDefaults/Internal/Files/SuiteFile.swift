@@ -15,14 +15,15 @@ import Foundation
   import Darwin
 #endif
 
-/// Where corelibs Foundation keeps a suite's plist, and the careful file operations the library does on it: reads
+/// A property-list file the library handles (a file store's on every platform; on Linux also a suite's plist, where
+/// corelibs Foundation keeps it), and the careful file operations the library does on it: reads
 /// that never follow a link or block on a FIFO (SuiteFile+Reading.swift), atomic writes and backups
 /// (SuiteFile+Writing.swift), and the advisory lock (SuiteFile+Locking.swift).
 struct SuiteFile: Sendable {
-  /// The folder: `$XDG_CONFIG_HOME` when it is absolute, else `$HOME/.config` (corelibs' rule), read from the
-  /// process's environment at each `init`.
+  /// The folder: a file store's own; for a suite (``init(suiteName:)``), `$XDG_CONFIG_HOME` when it is absolute,
+  /// else `$HOME/.config` (corelibs' rule), read from the process's environment at each `init`.
   let folder: String
-  /// The plist's file name, `<suite>.plist`.
+  /// The file's name (a suite's: `<suite>.plist`).
   let fileName: String
   /// The file operations: the real ones, or (tests) files in memory.
   let system: FileSystem
@@ -30,7 +31,7 @@ struct SuiteFile: Sendable {
   var path: String { folder + "/" + fileName }
   var domainName: String { String(fileName.dropLast(".plist".count)) }
   var lockPath: String { path + ".lock" }
-  /// The next version of the file while a save runs (see ``SuiteFileRecord``); renamed over the plist at its end.
+  /// The next version of the file while a save runs (see ``TrackedFile``); renamed over the plist at its end.
   var journalPath: String { path + ".journal" }
 
   /// The largest suite file read, imported or backed up (64 MiB): corelibs would read any size, and a 1 GiB file

@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
 
-/// Reloading the suite when its file changes (a file event, a read that finds the file changed, ``DefaultsStore/refresh()``),
-/// and the folder watch that brings the events.
+/// Reloading the suite when its file changes (a file event, a read that finds the file changed,
+/// ``DefaultsStore/refresh()``), and the folder watch that brings the events.
 extension SuitePersistence {
   /// Reloads the suite from disk if the file is not as this process last saved or loaded it, then has the hub re-read
   /// its observed keys and tell their observers (``refresh()``: also what a plain `UserDefaults` write changed).

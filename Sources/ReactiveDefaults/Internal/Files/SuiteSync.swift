@@ -1,8 +1,10 @@
-/// The saving and reloading of one suite's file as a state machine with no I/O (Linux): the writes not yet saved,
+/// The saving and reloading of one file (a file store's everywhere, a suite's plist on Linux) as a state machine
+/// with no I/O: the writes not yet saved,
 /// the saves running, whether a coalesced save is due, and the reloads file events asked for. Each event is a
 /// `mutating` method that returns what to do, named; ``SuitePersistence`` does it once the state's lock is released
-/// (the form of swift-async-algorithms' state machines, and of ``WriteGate``). What corelibs' copy of the suite is
-/// (the file at a stamp, no file, or untrusted) is ``CorelibsDomain/Memory``, kept by ``CorelibsDomain``.
+/// (the form of swift-async-algorithms' state machines, and of ``WriteGate``). What memory is against the file (the
+/// file at a stamp, no file, or untrusted) is ``MemoryOfFile``, kept by ``CorelibsDomain`` (a suite) or
+/// ``FileMemory`` (a file store).
 ///
 /// | event | state change | action |
 /// |---|---|---|
@@ -10,13 +12,13 @@
 /// | ``saveRequested()`` | a coalesced save is due | ``ScheduleAction``: start its timer, or none (one is due) |
 /// | ``timerFired()`` | none is due | ``TimerAction``: save, or none (a save since took every key) |
 /// | ``saveBegan()`` | the unsaved keys are taken (kept as saving); one more save runs | the writes to save |
-/// | ``saveEnded(unsaved:)`` | one save fewer (the last clears saving); a failed save's writes are unsaved again | ``SaveEndAction`` |
+/// | ``saveEnded(unsaved:)`` | one save fewer (the last clears saving); failed writes are unsaved | ``SaveEndAction`` |
 /// | ``fileChanged()`` | a reload runs, or one more is asked for | ``ReloadAction``: start a reload, or none |
 /// | ``reloadFinished()`` | the reload is done, or the one asked for starts | ``ReloadEndAction`` |
 struct SuiteSync: Sendable {
   /// Keys written since the last save, with the value each write stored (nil: removed).
   private(set) var unsaved: [PropertyListKey: PropertyListValue?] = [:]
-  /// Saves that took their keys and have not finished: their keys are still in corelibs' dirty list.
+  /// Saves that took their keys and have not finished (a suite's: their keys are still in corelibs' dirty list).
   private(set) var savesInProgress = 0
   /// The writes the saves in progress took (each key's newest value), until the last of them ends: reads of those
   /// keys come from here, not from corelibs (``pendingValue(forKey:)``).

@@ -191,76 +191,10 @@ class TrackedFile: @unchecked Sendable {
   static func checkSize(_ bytes: Data) throws(SaveFailure) {
     guard bytes.count <= SuiteFile.maximumSize else {
       throw SaveFailure(
-        "the domain would take \(bytes.count) bytes, more than the \(SuiteFile.maximumSize >> 20) MiB a suite file may hold"
+        "the domain would take \(bytes.count) bytes, more than the \(SuiteFile.maximumSize >> 20) MiB "
+          + "a suite file may hold"
       )
     }
-  }
-}
-
-/// What memory is, against the file (``TrackedFile``): the strategy where a suite store and a file store differ.
-/// ``SuitePersistence`` schedules saves and reloads the same way for both.
-protocol FileRecord: TrackedFile {
-  /// Whether memory is the file whose stamp is `stamp` (nil: no file), as this process last saved or loaded it.
-  func isFile(_ stamp: SuiteFile.Stamp?) -> Bool
-  /// The first look at the file, when the store's storage is made; the problem found.
-  func open() -> DefaultsError?
-  /// Saves the writes `takingWrites` takes (once the lock is held) into the file, merged with what another process
-  /// saved; `writtenSince` gives the writes made since. `excludingWrites` runs its body while no write of ours runs;
-  /// `whenAlone` runs its body while no write runs and nothing else is unsaved (false: it did not run). `committed`
-  /// runs once the writes are in the file, still holding its lock (the folder is flushed after the lock).
-  func save(
-    takingWrites: () -> [PropertyListKey: PropertyListValue?],
-    writtenSince: @escaping () -> [PropertyListKey: PropertyListValue?],
-    excludingWrites: (() throws(SaveFailure) -> Void) throws(SaveFailure) -> Void,
-    whenAlone: (() -> Bool) -> Bool,
-    committed: () -> Void
-  ) throws(SaveFailure) -> SaveOutcome
-  /// Makes memory the file as it is, when `whenIdle` runs its body (no write running, nothing unsaved); returns the
-  /// problem found and whether it did (else the caller saves, which merges the file too).
-  func reload(whenIdle: (() -> Bool) -> Bool) throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool)
-  /// Writes `changes` into the file in one atomic replacement, keeping its other keys, and makes memory that file
-  /// (call it with nothing unsaved and no write running).
-  func merge(_ changes: [(key: PropertyListKey, value: PropertyListValue?)]) throws(SaveFailure) -> DefaultsError?
-  /// Makes memory the missing file (the folder is gone), when nothing is unsaved; false when it could not.
-  func loadMissingFile() -> Bool
-  /// Saves what memory holds that the library did not write (plain `UserDefaults` writes), before a merge.
-  func saveForeignWrites() -> Bool
-  /// How many distinct keys written since the last save trigger a save at once.
-  var unsavedKeysBeforeSave: Int { get }
-  /// Whether a reload may read the file without its lock when the lock cannot be taken (a file store in a folder this
-  /// process may only read); a suite's copy is loaded under the lock only.
-  var readsWithoutTheLock: Bool { get }
-}
-
-extension FileRecord {
-  /// ``TrackedFile/check(memoryIsFile:)`` against this memory.
-  func check() throws(SaveFailure) -> Check {
-    try check(memoryIsFile: isFile)
-  }
-
-  /// ``check()``, then the file's stamp, which a save works from. A writer that takes no lock (a plain `rm`, an
-  /// editor's save) can change the file between the two: memory is then not the file at that stamp either, so the
-  /// check says the file changed elsewhere (the save merges the file as it is, and the observers hear of it), and a
-  /// domain the check read before the change is dropped (the save reads the file again). (Before, a save whose check
-  /// found the file as this process had left it, and whose stamp then found no file, wrote its writes into a file
-  /// without the removed keys and told no observer, which kept the removed values until the next change; a file
-  /// store's memory even kept the keys. History checker, seed 200267.)
-  func checkThenStamp() throws(SaveFailure) -> (check: Check, stamp: SuiteFile.Stamp?) {
-    var check = try check()
-    SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.afterCheck)
-    let stamp = file.stamp()
-    if stamp != check.stamp { check.domain = nil }
-    if !isFile(stamp) { check.changedElsewhere = true }
-    return (check, stamp)
-  }
-
-  /// Whether the file is as this process last saved or loaded it (a file event was our own save): its stamp is the
-  /// one memory was loaded at, and that stamp was not racy (``TrackedFile/noteLoaded(at:)``) or its window has passed
-  /// since.
-  var isSynced: Bool {
-    guard isFile(file.stamp()) else { return false }
-    let after = trustedAfter.load(ordering: .relaxed)
-    return after == 0 || monotonicNanoseconds() < after
   }
 }
 
@@ -284,34 +218,27 @@ extension TrackedFile {
   }
 }
 
-/// What a save did besides saving.
-struct SaveOutcome {
-  var issue: DefaultsError?
-  /// The save merged another process's changes: observers must hear of them.
-  var changedElsewhere = false
-}
-
-/// What memory is against a file: corelibs' copy of a suite (``CorelibsDomain/Memory``), or a file store's own
-/// (``FileMemory``).
-enum MemoryOfFile: Equatable, Sendable {
-  /// Unknown, or known to miss something: the next reload or edit must reload.
-  case untrusted
-  /// The file as it was missing: no file, loaded as an empty domain.
-  case absent
-  /// The file at this stamp, as this process last saved or loaded it.
-  case loaded(SuiteFile.Stamp)
-
-  /// The copy a load made of the file whose stamp (taken before the load) was `stamp`; nil: no file.
-  init(loadedAt stamp: SuiteFile.Stamp?) {
-    self = stamp.map(MemoryOfFile.loaded) ?? .absent
+extension TrackedFile {
+  /// A moment inside a save (or an open) that no event marks, for ``saveSteps``.
+  enum SaveStep: Sendable {
+    /// The save checked the file; it has not taken the stamp it works from.
+    case afterCheck
+    /// An open found no file; corelibs has not loaded its copy (``SuiteFileRecord/open()``).
+    case beforeLoadingMissingFile
+    /// The journal is written; corelibs has not saved.
+    case beforeCorelibsSave
+    /// corelibs saved; the journal is not renamed yet (no write of ours can run until it is).
+    case afterCorelibsSave
+    /// corelibs' file is read back; the journal is about to be renamed over it.
+    case beforeRename
+    /// corelibs' file was just read back (the save has not decided between keeping it and renaming the journal).
+    case afterReadBack
+    /// The save kept corelibs' file and runs writes again; the file is not flushed yet.
+    case beforeFlush
   }
 
-  /// Whether memory is the file whose stamp is `stamp` (nil: no file).
-  func isFile(_ stamp: SuiteFile.Stamp?) -> Bool {
-    switch (self, stamp) {
-    case (.absent, nil): true
-    case (.loaded(let synced), let stamp?): synced == stamp
-    default: false
-    }
-  }
+  /// Told each step of each save of the file at the path it is registered under (tests use it to act at that
+  /// moment).
+  /// (By path as Swift compares strings: safe for a test hook, no test registers two canonically equivalent paths.)
+  static let saveSteps = Locked<[String: @Sendable (SaveStep) -> Void]>([:])
 }

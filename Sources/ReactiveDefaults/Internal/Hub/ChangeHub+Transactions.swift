@@ -1,21 +1,10 @@
 import Foundation
 
 /// Transactions over the hub's suite: ``edit(_:)`` (``DefaultsStore/edit(_:)``, `update`) and ``merge(_:)`` (imports).
-/// On Linux they go straight into the suite's file under its lock (``SuitePersistence/exclusively(_:_:)``); in
-/// memory and on Apple platforms they are writes through the hub's gate, one after another, that no other write
-/// interleaves.
+/// Where the library handles the file (a file store on every platform, a named suite on Linux) they go straight into
+/// it under its lock (``SuitePersistence/exclusively(_:_:)``); in memory, and for suites on Apple platforms, they are
+/// writes through the hub's gate, one after another, that no other write interleaves.
 extension ChangeHub {
-  /// What writes done through the gate did (``applyHoldingGate(_:allOrNothing:)``).
-  struct Applied {
-    var fanouts: [Fanout] = []
-    var saving = SuitePersistence.WriteAction.none
-    var written: [String] = []
-    /// Why the first of the writes was refused (``DomainSizeBudget``: then, when all or nothing, none was
-    /// applied), and the other refusals and size warnings.
-    var firstRefused: DefaultsError?
-    var issues: [DefaultsError] = []
-  }
-
   /// The suite as error messages name it.
   var suiteDescription: String {
     if let suiteName { return suiteName }
@@ -23,10 +12,10 @@ extension ChangeHub {
     return storage.userDefaults == nil ? "an in-memory suite" : "a UserDefaults instance"
   }
 
-  /// Runs `body` as one transaction: no other edit of the suite runs meanwhile (in this process; on Linux, in any
-  /// process using the library, through the suite's lock), and the suite is first made the file as it is now.
-  /// `body` reads through storage and returns the writes to apply; they are applied, and saved, before the lock is
-  /// released. Observers are told after every lock, once per key that changed.
+  /// Runs `body` as one transaction: no other edit of the suite runs meanwhile (in this process; where the library
+  /// handles the file, in any process using the library, through the file's lock), and the suite is first made the file
+  /// as it is now. `body` reads through storage and returns the writes to apply; they are applied, and saved, before
+  /// the lock is released. Observers are told after every lock, once per key that changed.
   ///
   /// - Throws: ``DefaultsError/reentrantEdit(suite:)`` from inside an edit of this suite on this thread (or from a
   ///   callback storage makes during a write); ``DefaultsError/saveFailed(path:reason:)`` when the suite cannot be
@@ -39,8 +28,8 @@ extension ChangeHub {
     }
     var findings = SuitePersistence.Findings()
     var applied = Applied()
-    // Linux: the writes go straight into the file, then into memory and the observers' record, with no write of
-    // ours in between; a failure leaves all three as they were.
+    // With a persistence (a file store; a suite on Linux): the writes go straight into the file, then into memory and
+    // the observers' record, with no write of ours in between; a failure leaves all three as they were.
     func commit(_ findings: inout SuitePersistence.Findings, to persistence: SuitePersistence) throws -> Outcome {
       let (outcome, writes) = try body()
       guard !writes.isEmpty else { return outcome }
@@ -82,8 +71,8 @@ extension ChangeHub {
     return outcome
   }
 
-  /// Writes many keys at once, atomically: on Linux straight into the suite's file (one save, whatever the number
-  /// of keys), elsewhere as one edit.
+  /// Writes many keys at once, atomically: with a persistence (a file store; a suite on Linux)
+  /// straight into the file (one save, whatever the number of keys), else as one edit.
   func merge(_ entries: [PropertyListKey: PropertyListValue]) throws(DefaultsError) {
     if let persistence { return try persistence.merge(entries) }
     do {

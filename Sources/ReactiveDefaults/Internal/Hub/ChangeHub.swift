@@ -2,10 +2,10 @@ import Foundation
 import Synchronization
 
 /// The single change hub of one suite (or file store) in this process: the registry of each key's observers
-/// (``ObservedKeys``, behind the hub's lock) and the fan-out of changes to them, shared by every store and property over
-/// it. Writes go to storage one at a time through a ``WriteGate``, outside the hub's lock (storage may call back into
-/// unknown code), recorded as numbered versions right after; observers run after the write, outside every lock, and
-/// drop versions older than one they saw. Changes the hub did not make (a notification, a key reported changed, a
+/// (``ObservedKeys``, behind the hub's lock) and the fan-out of changes to them, shared by every store and property
+/// over it. Writes go to storage one at a time through a ``WriteGate``, outside the hub's lock (storage may call back
+/// into unknown code), recorded as numbered versions right after; observers run after the write, outside every lock,
+/// and drop versions older than one they saw. Changes the hub did not make (a notification, a key reported changed, a
 /// reload) are re-read off the reporting thread (``Coalescer``). Transactions: ChangeHub+Transactions.swift; saving and
 /// reloading the file: its ``SuitePersistence``, which calls back through the hooks attached here.
 final class ChangeHub: Sendable {
@@ -84,6 +84,17 @@ final class ChangeHub: Sendable {
     HubRegistry.didWrite(applied.written, through: self)
     for issue in applied.issues { announce(issue) }
     return applied.firstRefused
+  }
+
+  /// What writes done through the gate did (``applyHoldingGate(_:allOrNothing:)``).
+  struct Applied {
+    var fanouts: [Fanout] = []
+    var saving = SuitePersistence.WriteAction.none
+    var written: [String] = []
+    /// Why the first of the writes was refused (``DomainSizeBudget``: then, when all or nothing, none was
+    /// applied), and the other refusals and size warnings.
+    var firstRefused: DefaultsError?
+    var issues: [DefaultsError] = []
   }
 
   /// Applies `writes`, then the writes that storage's callbacks queued meanwhile, holding the gate, which it opens

@@ -75,7 +75,7 @@ extension SuiteFileRecord {
       // corelibs' file can hold more than the journal: writes made with plain `UserDefaults` in this process, or
       // writes of ours that raced with this save. When corelibs' save failed (its in-place write may have stopped
       // halfway), or its file is unreadable, the journal replaces it.
-      SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.beforeCorelibsSave)
+      TrackedFile.saveSteps.withLock { $0[file.path] }?(.beforeCorelibsSave)
       // From corelibs' save to the commit, no write of ours runs: corelibs forgets a key is unsaved once it has
       // written it, so a write in between, saved in place by a plain `synchronize()` on another thread (any suite's:
       // corelibs then saves every domain), would be in corelibs' copy as saved, and in no file once the journal is
@@ -94,7 +94,7 @@ extension SuiteFileRecord {
       /// The file the save leaves differs from the journal in a key no write of ours explains: corelibs' save merged a
       /// change another writer made during this save (a plain `rm` after the check: corelibs saved its dirty keys into
       /// the missing file), or a plain `UserDefaults` write of this process. Either way reads give it, and observers
-      /// must hear of it. (Before, only reads saw such a change; history checker, seed 200267.)
+      /// must hear of it, not only reads.
       var foreignChange = false
       func differsFromJournal(_ domain: [PropertyListKey: PropertyListValue]?) -> Bool {
         guard let domain else { return true }
@@ -116,10 +116,10 @@ extension SuiteFileRecord {
         if corelibsSaved && (check.changedElsewhere || beforeCorelibsSave != stamp) {
           corelibsSaved = corelibs.synchronize()
         }
-        SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.afterCorelibsSave)
+        TrackedFile.saveSteps.withLock { $0[file.path] }?(.afterCorelibsSave)
         var afterCorelibsSave = file.stamp()
         var saved = corelibsSaved ? file.contentsAfterSave(file.path, expected: bytes) : .unreadable
-        SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.afterReadBack)
+        TrackedFile.saveSteps.withLock { $0[file.path] }?(.afterReadBack)
         if SuiteFile.saveTrace.withLock({ $0 != nil }) { corelibsResult = "corelibs saved \(corelibsSaved), \(saved)" }
         /// corelibs saved, but its file cannot be read back (a writer that takes no lock is rewriting it, or it grew
         /// past the size limit): the journal takes corelibs' memory, which also holds writes made with plain
@@ -138,7 +138,7 @@ extension SuiteFileRecord {
         }
         /// The commit point: the journal, stamped, renamed over the plist.
         func commitJournal() throws(SaveFailure) {
-          SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.beforeRename)
+          TrackedFile.saveSteps.withLock { $0[file.path] }?(.beforeRename)
           savedStamp = file.stamp(of: journal)
           try file.move(journal, over: file.path, flushing: false)
         }
@@ -224,7 +224,7 @@ extension SuiteFileRecord {
         // (If it cannot be flushed, the journal goes all the same: it lacks what corelibs saved beyond it, which
         // corelibs no longer counts as unsaved.)
         defer { file.remove(journal) }
-        SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.beforeFlush)
+        TrackedFile.saveSteps.withLock { $0[file.path] }?(.beforeFlush)
         if try file.flush(file.path) {
           // Parsed now, while writes run: the next save applies its writes to these entries instead of copying
           // corelibs' whole domain under corelibs' lock, which the suite's writers wait for.
@@ -234,8 +234,8 @@ extension SuiteFileRecord {
           }
         } else {
           // A writer that takes no lock (a plain `rm`) removed the file since the restamp: the save happened, then
-          // the removal, which memory and the observers now follow, as when corelibs' save found the file gone.
-          // (Reported as a failed save before; history checker, seeds 500466466 and 500466661.)
+          // the removal, which memory and the observers now follow, as when corelibs' save found the file gone (not
+          // a failed save).
           savedStamp = nil
           entries = nil
           removedElsewhere = true
@@ -258,8 +258,8 @@ extension SuiteFileRecord {
         corelibs.record(.untrusted)
       }
       // A copy dropped for the merged file changed what reads give (a removal corelibs had not recorded, now in the
-      // file): its observers must hear of it, as of another process's change. (Before, they kept the copy's value
-      // until the next change of the key; history checker, seed 700008733.)
+      // file): its observers must hear of it, as of another process's change, or they keep the copy's value until
+      // the next change of the key.
       committed()
       return SaveOutcome(
         issue: check.issue,
@@ -286,27 +286,4 @@ extension SuiteFileRecord {
       }
     }
   }
-
-  /// A moment inside a save (or an open) that no event marks, for ``saveSteps``.
-  enum SaveStep: Sendable {
-    /// The save checked the file; it has not taken the stamp it works from.
-    case afterCheck
-    /// An open found no file; corelibs has not loaded its copy (``open()``).
-    case beforeLoadingMissingFile
-    /// The journal is written; corelibs has not saved.
-    case beforeCorelibsSave
-    /// corelibs saved; the journal is not renamed yet (no write of ours can run until it is).
-    case afterCorelibsSave
-    /// corelibs' file is read back; the journal is about to be renamed over it.
-    case beforeRename
-    /// corelibs' file was just read back (the save has not decided between keeping it and renaming the journal).
-    case afterReadBack
-    /// The save kept corelibs' file and runs writes again; the file is not flushed yet.
-    case beforeFlush
-  }
-
-  /// Told each step of each save of the suite file at the path it is registered under (tests use it to act at that
-  /// moment).
-  /// (By path as Swift compares strings: safe for a test hook, no test registers two canonically equivalent paths.)
-  static let saveSteps = Locked<[String: @Sendable (SaveStep) -> Void]>([:])
 }

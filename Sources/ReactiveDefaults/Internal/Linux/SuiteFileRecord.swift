@@ -24,8 +24,9 @@ import Synchronization
 ///    (writes of ours made during the save, plain `UserDefaults` writes of this process), it keeps that file,
 ///    flushed, and removes the journal, or, when corelibs' file lacks a write of the save, replaces it with the two
 ///    merged, atomically.
-/// No write of ours runs from step 3 to the end of step 4 (``save(_:takingWrites:writtenSince:excludingWrites:dropCopy:)``).
-/// Each open of the suite first completes a journal left by a crash.
+/// No write of ours runs from step 3 to the end of step 4
+/// (``save(takingWrites:writtenSince:excludingWrites:whenAlone:committed:)``). Each open of the suite first completes
+/// a journal left by a crash.
 final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
   /// corelibs' copy of the suite, and what it is.
   let corelibs: CorelibsDomain
@@ -74,11 +75,10 @@ final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
       // Without the lock (nothing is created for a suite that does not exist), so another process's save can create
       // the file before corelibs loads: the copy counts as the missing file only if it is empty, as that file reads.
       // A copy loaded from a file created meanwhile is not the file once that file goes (a later deletion would find
-      // memory "as the file"), so it is untrusted, and the next read or edit reloads. (Before, it was recorded as the
-      // missing file whatever corelibs loaded: in a process that never observed the suite nothing reloaded it, and
-      // once the file was deleted every read and edit took the stale copy for the missing file; history checker,
-      // seed 666665072.)
-      SuiteFileRecord.saveSteps.withLock { $0[file.path] }?(.beforeLoadingMissingFile)
+      // memory "as the file"), so it is untrusted, and the next read or edit reloads. (Recorded as the missing
+      // file whatever corelibs loaded, it would never be reloaded in a process that never observes the suite, and once
+      // the file was deleted every read and edit would take the stale copy for the missing file.)
+      TrackedFile.saveSteps.withLock { $0[file.path] }?(.beforeLoadingMissingFile)
       if corelibs.reloadCopy() { corelibs.record(corelibs.isEmpty ? .absent : .untrusted) }
       return nil
     }

@@ -2,7 +2,9 @@ import Foundation
 import Synchronization
 
 /// corelibs' cached copy of one suite's preferences domain, and what that copy is: the one place that knows whether
-/// memory is the file (Linux; on Apple platforms the preferences daemon owns both, and only the naming is used).
+/// memory is the file (Linux; on Apple platforms the preferences daemon owns both, and the domain only names the suite
+/// for `flush()`/`save()` (``ApplePreferences/synchronize(_:)``) and for reading it whole
+/// (``ApplePreferences/persistentDomain(of:name:)``)).
 ///
 /// corelibs loads a domain's file once and serves every read from that copy until it is told to drop it
 /// (`CFPreferencesSynchronize` with nothing unsaved), so the rule "memory is the file at stamp S, or known not to be"

@@ -22,8 +22,9 @@ extension StorageWrite {
 
 /// Where a suite's values live: the one seam between the change hub and `UserDefaults` or memory.
 ///
-/// Implementations: ``UserDefaultsStorage`` (on Linux with a ``SuitePersistence`` that owns the plist file; on
-/// Apple platforms the preferences daemon owns it) and ``MemoryStorage``. The hub calls ``apply(_:forKey:)``, which
+/// Implementations: ``UserDefaultsStorage`` (on Linux with a ``SuitePersistence`` that owns the suite's plist; on
+/// Apple platforms the preferences daemon owns it), ``FileStorage`` (a file store: a ``SuitePersistence`` on every
+/// platform) and ``MemoryStorage``. The hub calls ``apply(_:forKey:)``, which
 /// may call back into unknown code (Apple's key-value and notification observers run inside `UserDefaults.set`),
 /// outside every lock of its own, one write at a time (see ``WriteGate``).
 protocol DefaultsStorage: AnyObject, Sendable {
@@ -44,7 +45,8 @@ protocol DefaultsStorage: AnyObject, Sendable {
   /// The hub's report that `key` got its first observer (`+1`) or lost its last (`-1`): the storage reports
   /// changes of exactly the observed keys (see ``KeyRegistrations``).
   func keyObservation(_ key: String, changedBy delta: Int)
-  /// The library's handling of the suite's file (Linux, a suite whose name is known), else nil.
+  /// The library's handling of the storage's file (a file store's on every platform; on Linux, a named suite's
+  /// plist), else nil.
   var persistence: SuitePersistence? { get }
   /// Has the platform's preferences store write what this process wrote, where the library does not save the file
   /// itself (Apple platforms: the preferences daemon's); true when done, or when there is nothing to do. Called by
@@ -94,36 +96,6 @@ extension DefaultsStorage {
 
   func refusal(of write: StorageWrite, forKey key: String, type: String) -> DefaultsError? {
     nil
-  }
-}
-
-extension PropertyListValue {
-  /// The first text in the value (a string, or a dictionary's key, at any depth) that XML 1.0 cannot carry: a control
-  /// character other than tab, line feed and carriage return (U+0000–U+0008, U+000B, U+000C, U+000E–U+001F), or
-  /// U+FFFE / U+FFFF.
-  var textXMLCannotCarry: String? {
-    switch self {
-    case .string(let text): text.canBeCarriedByXML ? nil : text
-    case .array(let items):
-      items.lazy.compactMap(\.textXMLCannotCarry).first
-    case .dictionary(let entries):
-      entries.lazy.compactMap { key, value in key.string.canBeCarriedByXML ? value.textXMLCannotCarry : key.string }
-        .first
-    case .bool, .integer, .real, .date, .data: nil
-    }
-  }
-}
-
-extension String {
-  /// Whether XML 1.0 can carry the text (every character is a `Char` of the XML 1.0 grammar).
-  var canBeCarriedByXML: Bool {
-    unicodeScalars.allSatisfy { scalar in
-      switch scalar.value {
-      case 0x09, 0x0A, 0x0D: true
-      case 0x00...0x1F, 0xFFFE, 0xFFFF: false
-      default: true
-      }
-    }
   }
 }
 

@@ -10,11 +10,13 @@
 ///
 /// | rank | lock | held |
 /// |---|---|---|
-/// | 1 | a hub's ``EditLock`` | through an edit: its body (the caller's code), its reload and its save |
-/// | 2 | a suite's file lock (``SuiteFileRecord/locked(_:)``: `flock`, shared with other processes) | through a save, an edit, a reload or an import |
-/// | 3 | a hub's ``WriteGate`` | through one write into storage, or a `excludingWrites` body |
+/// | 0 `edit` | a hub's ``EditLock`` | through an edit: its body (the caller's code), its reload and its save |
+/// | 1 `suiteFile` | a file's lock (``TrackedFile/locked(_:)``: `flock`, shared with other processes) | see below |
+/// | 2 `writeGate` | a hub's ``WriteGate`` | through one write into storage, or a `excludingWrites` body |
 /// | – | corelibs' own lock | inside `UserDefaults` and `CFPreferences` calls (not the library's to check) |
-/// | 4 | every ``Locked`` | for a few instructions; the body calls nothing that takes a lock of rank 1–3 |
+/// | 3 `state` | every ``Locked`` | for a few instructions; the body calls nothing that takes a lock of rank 0–2 |
+///
+/// The file lock (rank 1) is held through a save, an edit, a reload or an import.
 ///
 /// A thread holding a lock may take another of the same rank or a later one, never an earlier one: a save that held
 /// the write gate and then waited for the file lock would deadlock with an edit, which holds the file lock and then

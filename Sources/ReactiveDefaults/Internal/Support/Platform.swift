@@ -21,8 +21,8 @@
   /// Whether the calling code runs on the main actor's thread: inside a block of the main queue (the main actor's
   /// executor), or on the process's main thread (its thread id is the process id). On Linux the two differ once
   /// `dispatchMain()` runs (an `async` main, a test runner): the main thread exits, and the main queue, with the main
-  /// actor, runs on a thread of Dispatch's. (Foundation's `Thread.isMainThread` is neither: on Linux it takes the thread
-  /// that first used CoreFoundation for the main thread.) `gettid` is looked up: Swift's Glibc module does not
+  /// actor, runs on a thread of Dispatch's. (Foundation's `Thread.isMainThread` is neither: on Linux it takes the
+  /// thread that first used CoreFoundation for the main thread.) `gettid` is looked up: Swift's Glibc module does not
   /// declare it.
   func isMainThread() -> Bool {
     if DispatchQueue.getSpecific(key: MainQueue.key.key) == true { return true }

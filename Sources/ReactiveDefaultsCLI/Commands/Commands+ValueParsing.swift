@@ -1,0 +1,83 @@
+// The `write` command's TYPE VALUE… parser.
+import Foundation
+import ReactiveDefaults
+
+extension Commands {
+  static func parseValue(type: String?, _ values: [String]) throws -> PropertyListValue {
+    guard let type else {
+      guard let value = values.first else { throw RDefaults.usage("a value is missing.", command: "write") }
+      guard values.count == 1 else {
+        throw RDefaults.usage(
+          "several values ('\(Formatting.escaped(values[1]))' is the second) need -array or -dict.", command: "write")
+      }
+      return .string(value)
+    }
+    func single() throws -> String {
+      guard values.count == 1 else {
+        throw RDefaults.usage(
+          values.count > 1
+            ? "\(type) takes one value; '\(Formatting.escaped(values[1]))' is a second."
+            : "\(type) needs a value.", command: "write")
+      }
+      return values[0]
+    }
+    func invalid(_ what: String) -> Failure {
+      RDefaults.usage("'\(Formatting.escaped(values.first ?? ""))' is not \(what).", command: "write")
+    }
+    switch type {
+    case "-string": return .string(try single())
+    case "-int", "-integer":
+      guard let number = Int64(try single()) else { throw invalid("an integer") }
+      return .integer(Int128(number))
+    case "-float", "-double", "-real":
+      guard let number = Double(try single()) else { throw invalid("a number") }
+      return .real(number)
+    case "-bool", "-boolean":
+      guard let flag = Bool(propertyListValue: .string(try single())) ?? ["1": true, "0": false][values[0]] else {
+        throw invalid("YES, NO, true, false, 1 or 0")
+      }
+      return .bool(flag)
+    case "-date":
+      let text = try single()
+      guard let date = ISO8601DateFormatter().date(from: text) else { throw invalid("an ISO 8601 date") }
+      return .date(date)
+    case "-data":
+      let hex = try single()
+      guard hex.count.isMultiple(of: 2), let bytes = hexBytes(hex) else { throw invalid("hex digits") }
+      return .data(Data(bytes))
+    case "-url":
+      let text = try single()
+      let url = text.hasPrefix("/") ? URL(fileURLWithPath: text) : URL(string: text)
+      guard let url, url.scheme != nil, let archive = try? url.propertyListValue() else {
+        throw invalid("an absolute URL or path")
+      }
+      return archive
+    case "-array":
+      return .array(values.map { .string($0) })
+    case "-dict":
+      guard values.count.isMultiple(of: 2) else {
+        throw RDefaults.usage(
+          "-dict takes pairs of KEY VALUE; '\(Formatting.escaped(values.last ?? ""))' has no value.", command: "write")
+      }
+      var entries: [PropertyListKey: PropertyListValue] = [:]
+      for index in stride(from: 0, to: values.count, by: 2) {
+        entries[PropertyListKey(values[index])] = .string(values[index + 1])
+      }
+      return .dictionary(entries)
+    default:
+      throw RDefaults.usage("unknown type '\(type)'.", command: "write")
+    }
+  }
+
+  private static func hexBytes(_ hex: String) -> [UInt8]? {
+    var bytes: [UInt8] = []
+    var index = hex.startIndex
+    while index < hex.endIndex {
+      let next = hex.index(index, offsetBy: 2)
+      guard let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
+      bytes.append(byte)
+      index = next
+    }
+    return bytes
+  }
+}

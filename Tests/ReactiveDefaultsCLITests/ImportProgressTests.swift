@@ -1,0 +1,50 @@
+import Foundation
+import TestSupport
+import Testing
+
+@_spi(Tools) @testable import ReactiveDefaults
+@testable import ReactiveDefaultsCLI
+
+/// A long import shows its progress on a terminal, one line updated in place, and nothing when standard error is
+/// not a terminal.
+@Suite(.linuxOnly) struct ImportProgressTests {
+  private static let script = "/usr/bin/script"
+
+  private func largePlist(keys: Int) throws -> String {
+    let path = NSTemporaryDirectory() + "large-\(UUID().uuidString).plist"
+    var text = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\">\n<dict>\n"
+    for index in 0..<keys { text += "\t<key>key\(index)</key>\n\t<string>value \(index)</string>\n" }
+    text += "</dict>\n</plist>\n"
+    try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+    return path
+  }
+
+  @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: script), "needs script(1) for a terminal"))
+  func aLongImportShowsItsProgressOnATerminal() async throws {
+    let config = makeConfigFolder()
+    let input = try largePlist(keys: 100_000)
+    defer { try? FileManager.default.removeItem(atPath: input) }
+    let tool = productsFolder.appendingPathComponent("rdefaults").path
+    // script(1) runs the command with a pseudo-terminal as its standard error, and copies what it shows.
+    let command = "RDEFAULTS_PROGRESS_AFTER=0 '\(tool)' import d '\(input)'"
+    let terminal = try await runTool(["-qec", command, "/dev/null"], config: config, tool: Self.script)
+    #expect(terminal.status == 0, "\(terminal.error)")
+    let shown = terminal.output
+    #expect(shown.contains("\r\u{1B}[K"), "\(shown.debugDescription)")
+    let titles = ["Reading the file", "Parsing the file", "Merging the keys", "Sorting the keys", "Writing the keys"]
+    #expect(titles.contains { shown.contains("\r\u{1B}[K\($0)") }, "\(shown.debugDescription)")
+    #expect(shown.hasSuffix("Imported 100000 keys.\r\n") || shown.hasSuffix("Imported 100000 keys.\n"))
+
+    let plain = try await runTool(["import", "e", input], config: config)
+    #expect(plain.status == 0)
+    #expect(plain.error.isEmpty, "\(plain.error)")
+  }
+
+  @Test func theLineGivesTheShareTheRateAndTheTimeLeftWhereAPhaseCounts() {
+    #expect(
+      ImportProgress.line(.library(.encoding), done: 250_000, of: 1_000_000, seconds: 2)
+        == "Writing the keys as XML: 250000 of 1000000 keys (25%), 125000 keys/s, 6 s left")
+    #expect(ImportProgress.line(.parsing, done: 0, of: 0, seconds: 3.7) == "Parsing the file… 3 s")
+    #expect(ImportProgress.line(.library(.merging), done: 0, of: 10, seconds: 1) == "Merging the keys… 1 s")
+  }
+}
