@@ -96,6 +96,20 @@ struct Player {
     #expect(DefaultsStore.standard[.volume] == 0.4 && settings.theme == .system)
   }
 
+  // Snippet: More of a store
+  @Test func moreOfAStore() {
+    defer { removeSuite("com.example.group") }
+    let group = DefaultsStore(suiteName: "com.example.group")!  // nil for an invalid name
+    group.issueHandler = { issue in print(issue) }  // type mismatches, failed saves
+    group[.theme] = .dark
+    group.refresh()  // reads and observers reflect every save completed before the call
+    group.flush()  // save to disk now
+    let url = UserDefaults.standard.property(forKey: "documentUrl", as: URL.self)  // DefaultsProperty<URL?>
+    print(url.value?.absoluteString ?? "no document")
+    #expect(group[.theme] == .dark)
+    #expect(!DefaultsStore.isValidSuiteName("../x"))
+  }
+
   // Snippet: Test with an in-memory store
   @Test func muteSilencesThePlayer() {
     let settings = DefaultsStore.inMemory()
@@ -106,6 +120,6 @@ struct Player {
   }
 
   @Test func snippetsMatchTheArticle() throws {
-    try expectSnippets(ofArticle: "GettingStarted.md", in: #filePath, atLeast: 8)
+    try expectSnippets(ofArticle: "GettingStarted.md", in: #filePath, atLeast: 9)
   }
 }

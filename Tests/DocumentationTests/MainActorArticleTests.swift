@@ -6,11 +6,32 @@ import Observation
 import ReactiveDefaults
 import Testing
 
+#if canImport(SwiftUI)
+  import SwiftUI
+#endif
+
 @MainActor @Observable final class SettingsModel {
   var volumeText = ""
   var summary = ""
   var volume = 0.5
 }
+
+// Snippet: The @Default wrapper and SwiftUI (the model; the view only where SwiftUI exists).
+@MainActor @Observable final class PlayerModel {
+  @ObservationIgnored @Default(.volume) var volume  // tracked all the same: reads go through the key's property
+  var isEditing = false  // ordinary observable state beside it
+}
+
+#if canImport(SwiftUI)
+  struct PlayerView: View {
+    @State private var model = PlayerModel()
+
+    var body: some View {
+      Slider(value: $model.volume, in: 0...1)  // writes UserDefaults; its changes from anywhere re-render
+      Text(model.volume, format: .percent)
+    }
+  }
+#endif
 
 @Suite struct MainActorArticleTests {
   @Test @MainActor func theArticleRunsAsWritten() async {
@@ -49,6 +70,6 @@ import Testing
   }
 
   @Test func snippetsMatchTheArticle() throws {
-    try expectSnippets(ofArticle: "OnTheMainActor.md", in: #filePath, atLeast: 5)
+    try expectSnippets(ofArticle: "OnTheMainActor.md", in: #filePath, atLeast: 7)
   }
 }
