@@ -34,7 +34,7 @@ extension DefaultsProperty {
       }
       return DefaultsObservation {}
     }
-    let observer = MainActorKeyObserver(store: store, key: key, handler: handler)
+    let observer = KeyObserver(store: store, key: key, handler: .mainActor(handler))
     observer.start(initial: initial)
     return DefaultsObservation(ending: observer)
   }
