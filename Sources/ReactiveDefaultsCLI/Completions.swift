@@ -24,12 +24,20 @@ enum Completions {
     }
   }
 
+  /// The shell `case` patterns of the positions that complete a domain, and of those that complete a file.
+  private static var argumentCases: (domain: String, file: String) {
+    (positions(.domain).joined(separator: "|"), positions(.file).joined(separator: "|"))
+  }
+
+  /// One `case` line per command that has options, made by `line` from the command's name and its options.
+  private static func optionCases(_ line: (_ name: String, _ options: String) -> String) -> String {
+    Help.commands.filter { !$0.allOptions.isEmpty }.map { line($0.name, $0.allOptions.joined(separator: " ")) }
+      .joined(separator: "\n")
+  }
+
   static var bash: String {
-    let domainCases = positions(.domain).joined(separator: "|")
-    let fileCases = positions(.file).joined(separator: "|")
-    let optionCases = Help.commands.filter { !$0.allOptions.isEmpty }.map { command in
-      "    \(command.name)) options=\"-h --help \(command.allOptions.joined(separator: " "))\" ;;"
-    }.joined(separator: "\n")
+    let (domainCases, fileCases) = argumentCases
+    let optionLines = optionCases { "    \($0)) options=\"-h --help \($1)\" ;;" }
     return """
       # bash completion for rdefaults: source it, or save it as
       # ~/.local/share/bash-completion/completions/rdefaults
@@ -50,7 +58,7 @@ enum Completions {
         esac
         local options="-h --help"
         case "$command" in
-      \(optionCases)
+      \(optionLines)
         esac
         if [[ ${COMP_WORDS[COMP_CWORD-1]} == --file ]]; then
           local IFS=$'\\n'
@@ -86,11 +94,8 @@ enum Completions {
   static var zsh: String {
     let commands = Help.commands.map { "'\($0.name):\($0.summary.replacingOccurrences(of: "'", with: "'\\''"))'" }
       .joined(separator: " ")
-    let domainCases = positions(.domain).joined(separator: "|")
-    let fileCases = positions(.file).joined(separator: "|")
-    let optionCases = Help.commands.filter { !$0.allOptions.isEmpty }.map { command in
-      "      \(command.name)) compadd -- \(command.allOptions.joined(separator: " ")); return ;;"
-    }.joined(separator: "\n")
+    let (domainCases, fileCases) = argumentCases
+    let optionLines = optionCases { "      \($0)) compadd -- \($1); return ;;" }
     return """
       #compdef rdefaults
       # zsh completion for rdefaults: save it as _rdefaults in a folder of $fpath.
@@ -113,7 +118,7 @@ enum Completions {
         fi
         if [[ ${words[CURRENT]} == --* ]]; then
           case $command in
-      \(optionCases)
+      \(optionLines)
           esac
         fi
         if [[ $command == write && $position == 3 && ${words[CURRENT]} == -* ]]; then
