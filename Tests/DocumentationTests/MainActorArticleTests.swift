@@ -23,14 +23,16 @@ import Testing
 }
 
 #if canImport(SwiftUI)
-  struct PlayerView: View {
-    @State private var model = PlayerModel()
+  #if !os(tvOS)  // tvOS has no Slider
+    struct PlayerView: View {
+      @State private var model = PlayerModel()
 
-    var body: some View {
-      Slider(value: $model.volume, in: 0...1)  // writes UserDefaults; its changes from anywhere re-render
-      Text(model.volume, format: .percent)
+      var body: some View {
+        Slider(value: $model.volume, in: 0...1)  // writes UserDefaults; its changes from anywhere re-render
+        Text(model.volume, format: .percent)
+      }
     }
-  }
+  #endif
 #endif
 
 @Suite struct MainActorArticleTests {
