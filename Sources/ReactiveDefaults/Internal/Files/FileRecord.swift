@@ -8,17 +8,8 @@ protocol FileRecord: TrackedFile {
   func isFile(_ stamp: SuiteFile.Stamp?) -> Bool
   /// The first look at the file, when the store's storage is made; the problem found.
   func open() -> DefaultsError?
-  /// Saves the writes `takingWrites` takes (once the lock is held) into the file, merged with what another process
-  /// saved; `writtenSince` gives the writes made since. `excludingWrites` runs its body while no write of ours runs;
-  /// `whenAlone` runs its body while no write runs and nothing else is unsaved (false: it did not run). `committed`
-  /// runs once the writes are in the file, still holding its lock (the folder is flushed after the lock).
-  func save(
-    takingWrites: () -> [PropertyListKey: PropertyListValue?],
-    writtenSince: @escaping () -> [PropertyListKey: PropertyListValue?],
-    excludingWrites: (() throws(SaveFailure) -> Void) throws(SaveFailure) -> Void,
-    whenAlone: (() -> Bool) -> Bool,
-    committed: () -> Void
-  ) throws(SaveFailure) -> SaveOutcome
+  /// Which strategy this is: a save is a different sequence of steps for each (``SuitePersistence/save(into:)``).
+  var kind: FileRecordKind { get }
   /// Makes memory the file as it is, when `whenIdle` runs its body (no write running, nothing unsaved); returns the
   /// problem found and whether it did (else the caller saves, which merges the file too).
   func reload(whenIdle: (() -> Bool) -> Bool) throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool)
@@ -34,6 +25,12 @@ protocol FileRecord: TrackedFile {
   /// Whether a reload may read the file without its lock when the lock cannot be taken (a file store in a folder this
   /// process may only read); a suite's copy is loaded under the lock only.
   var readsWithoutTheLock: Bool { get }
+}
+
+/// A ``FileRecord`` as the strategy it is.
+enum FileRecordKind {
+  case suite(SuiteFileRecord)
+  case fileStore(PlainFileRecord)
 }
 
 extension FileRecord {

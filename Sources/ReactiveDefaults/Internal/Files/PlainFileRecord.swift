@@ -52,6 +52,8 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
     super.init(file: file)
   }
 
+  var kind: FileRecordKind { .fileStore(self) }
+
   func isFile(_ stamp: SuiteFile.Stamp?) -> Bool {
     memory.loaded.isFile(stamp)
   }
@@ -101,69 +103,75 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
     return check
   }
 
-  func save(
-    takingWrites: () -> [PropertyListKey: PropertyListValue?],
-    writtenSince: @escaping () -> [PropertyListKey: PropertyListValue?],
-    excludingWrites: (() throws(SaveFailure) -> Void) throws(SaveFailure) -> Void,
-    whenAlone: (() -> Bool) -> Bool,
-    committed: () -> Void
-  ) throws(SaveFailure) -> SaveOutcome {
-    // Taking the lock creates the folder: a save with nothing to write into a folder that does not exist creates
-    // nothing (what is unsaved is only looked at here; it is taken under the lock).
-    if writtenSince().isEmpty && file.system.status(file.folder) == nil { return SaveOutcome() }
-    var outcome = try locked { () throws(SaveFailure) -> SaveOutcome in
-      // The stamp after the check, as the check's read is of that file (or newer): known entries of an older stamp
-      // never stand in for a file another writer replaced in between.
-      let (check, stamp) = try checkThenStamp()
-      let writes = takingWrites()
-      var entries = try knownOrOnDisk(check, at: stamp)
-      for (key, value) in writes { entries[key] = value }
-      let saved: MemoryOfFile
-      if entries.isEmpty {
-        // Nothing to keep: no file, as corelibs saves an empty domain (a removal, atomic as a rename is).
-        if stamp != nil { file.remove(file.path) }
-        saved = .absent
-      } else {
-        let bytes = SuiteFile.encode(entries)
-        try Self.checkSize(bytes)
-        let journal = file.journalPath
-        try file.writeNewFile(journal, bytes)
-        let savedStamp = file.stamp(of: journal)
-        do throws(SaveFailure) {
-          try file.move(journal, over: file.path, flushing: false)
-        } catch {
-          file.remove(journal)
-          throw error
-        }
-        saved = savedStamp.map(MemoryOfFile.loaded) ?? .untrusted
-      }
-      if check.changedElsewhere {
-        // Another process changed the file: memory becomes the merged file, with the writes made since over it.
-        try excludingWrites { () throws(SaveFailure) in
-          var merged = entries
-          for (key, value) in writtenSince() { merged[key] = value }
-          memory.replace(with: merged, loaded: saved)
-        }
-      } else {
-        memory.record(saved)
-      }
-      if case .loaded(let savedStamp) = saved {
-        recordSynced(at: savedStamp, entries: entries)
-      } else {
-        recordSynced(at: nil, entries: nil)
-      }
-      committed()
-      return SaveOutcome(issue: check.issue, changedElsewhere: check.changedElsewhere)
+  // MARK: The save's steps (``SuitePersistence`` runs them: SuitePersistence+Saving.swift)
+
+  /// What one save of a file store did, handed from step to step.
+  struct Save {
+    let check: Check
+    /// The file's entries, with the writes applied: what the file holds now.
+    let entries: [PropertyListKey: PropertyListValue]
+    /// What memory is against the file once it holds `entries`.
+    let saved: MemoryOfFile
+  }
+
+  /// Whether the file's folder exists. Taking the lock creates it: a save with nothing to write into a folder that
+  /// does not exist creates nothing.
+  var folderExists: Bool { file.system.status(file.folder) != nil }
+
+  /// Applies `writes` (taken after the check, holding the file's lock) to the file's entries and commits them: the
+  /// journal renamed over the file, or the file removed when no key is left (as corelibs saves an empty domain: a
+  /// removal, atomic as a rename is). Throws with the file as it was.
+  func commitSave(
+    _ check: Check, at stamp: SuiteFile.Stamp?, writes: [PropertyListKey: PropertyListValue?]
+  ) throws(SaveFailure) -> Save {
+    var entries = try knownOrOnDisk(check, at: stamp)
+    for (key, value) in writes { entries[key] = value }
+    guard !entries.isEmpty else {
+      if stamp != nil { file.remove(file.path) }
+      return Save(check: check, entries: entries, saved: .absent)
     }
-    // Flushed after the lock: the next process waiting for it need not wait for the disk as well. The save is
-    // committed by then: a failure to flush is reported, never a failed save (whose writes, tried again, would be
-    // applied over what another process saved since).
+    let bytes = SuiteFile.encode(entries)
+    try Self.checkSize(bytes)
+    let journal = file.journalPath
+    try file.writeNewFile(journal, bytes)
+    let savedStamp = file.stamp(of: journal)
+    do throws(SaveFailure) {
+      try file.move(journal, over: file.path, flushing: false)
+    } catch {
+      file.remove(journal)
+      throw error
+    }
+    return Save(check: check, entries: entries, saved: savedStamp.map(MemoryOfFile.loaded) ?? .untrusted)
+  }
+
+  /// Another process had changed the file: memory becomes the merged file, with the writes made since over it (call
+  /// it with no write of ours running).
+  func adoptMerged(_ save: Save, writesMadeSince: [PropertyListKey: PropertyListValue?]) {
+    var merged = save.entries
+    for (key, value) in writesMadeSince { merged[key] = value }
+    memory.replace(with: merged, loaded: save.saved)
+  }
+
+  /// Records what memory and the file are after the save (`merged`: ``adoptMerged(_:writesMadeSince:)`` ran).
+  func finishSave(_ save: Save, merged: Bool) -> SaveOutcome {
+    if !merged { memory.record(save.saved) }
+    if case .loaded(let savedStamp) = save.saved {
+      recordSynced(at: savedStamp, entries: save.entries)
+    } else {
+      recordSynced(at: nil, entries: nil)
+    }
+    return SaveOutcome(issue: save.check.issue, changedElsewhere: save.check.changedElsewhere)
+  }
+
+  /// Flushes the folder after the lock (the next process waiting for it need not wait for the disk as well). The save
+  /// is committed by then: a failure to flush is reported, never a failed save (whose writes, tried again, would be
+  /// applied over what another process saved since).
+  func flushFolderAfterSave(_ outcome: inout SaveOutcome) {
     do throws(SaveFailure) {
       try file.flushFolder(of: file.path)
     } catch {
       outcome.issue = outcome.issue ?? DefaultsError.saveFailed(path: file.path, reason: "saved, but \(error.reason)")
     }
-    return outcome
   }
 
   func reload(whenIdle: (() -> Bool) -> Bool) throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) {

@@ -32,7 +32,7 @@ extension SuiteFile {
   }
 
   /// What a file holds after corelibs' save, compared with what the library expected it to hold.
-  enum SavedContents {
+  enum SavedContents: Equatable, Sendable {
     case same
     case absent
     /// Readable, and other than expected: these bytes.

@@ -81,51 +81,85 @@ extension SuitePersistence {
     // for this one instead of letting the process end in the middle of it.
     SaveOnExit.inFlight.enter()
     defer { SaveOnExit.inFlight.leave() }
-    // The keys are taken holding the suite's lock, never before: a save that took them and then waited for the lock
-    // would apply their values after whatever held it (an edit, another save of ours) had saved newer ones.
-    var writes: [PropertyListKey: PropertyListValue?] = [:]
-    var took = false
-    // Ended as soon as the writes are in the file (under its lock), not after the folder's flush: until then another
-    // save counts this one as running, and may not drop corelibs' copy.
-    var ended = false
-    do {
-      // corelibs' copy may be dropped when that cannot make it save anything: nothing unsaved, no other save
-      // waiting with keys in its dirty list, and no write of ours meanwhile.
-      let hooks = hooks
-      let outcome = try record.save(
-        takingWrites: {
-          writes = changingSync { $0.saveBegan() }
-          took = true
-          SaveOnExit.remove(self)
-          return writes
-        },
-        writtenSince: { self.unsavedWrites },
-        excludingWrites: { body throws(SaveFailure) in
-          var failure: SaveFailure?
-          func run() -> Bool {
-            do { try body() } catch { failure = error }
-            return true
-          }
-          _ = hooks?.excludingWrites(run) ?? run()
-          if let failure { throw failure }
-        }
-      ) { body in
-        guard let hooks else { return self.state.withLock { $0.sync.aloneWithNothingUnsaved } && body() }
-        return hooks.excludingWrites { self.state.withLock { $0.sync.aloneWithNothingUnsaved } && body() }
-      } committed: {
-        if took && !ended { _ = changingSync { $0.saveEnded() } }
-        ended = true
+    var turn = SaveTurn()
+    do throws(SaveFailure) {
+      let outcome: SaveOutcome
+      switch record.kind {
+      case .suite(let suite): outcome = try saveSuite(suite, &turn)
+      case .fileStore(let store): outcome = try saveFileStore(store, &turn)
       }
       if let issue = outcome.issue { findings.issues.append(issue) }
       // The save merged another process's changes into memory.
       if outcome.changedElsewhere { findings.changedElsewhere = true }
-      if took && !ended { _ = changingSync { $0.saveEnded() } }
+      end(&turn)
     } catch {
       // The writes are back on the list, behind any write made since (its value is the newer one), unless they were
       // in the file already (the failure came after: the folder's flush).
-      if took && !ended, changingSync({ $0.saveEnded(unsaved: writes) }) == .registerForExit { SaveOnExit.add(self) }
+      if turn.took && !turn.ended, changingSync({ $0.saveEnded(unsaved: turn.writes) }) == .registerForExit {
+        SaveOnExit.add(self)
+      }
       throw file.failure(error)
     }
+  }
+
+  /// The writes a save took, and whether it ended.
+  struct SaveTurn {
+    var writes: [PropertyListKey: PropertyListValue?] = [:]
+    var took = false
+    /// Ended as soon as the writes are in the file (under its lock), not after the folder's flush: until then another
+    /// save counts this one as running, and may not drop corelibs' copy.
+    var ended = false
+  }
+
+  /// Takes the unsaved writes off the pending list. Call it holding the file's lock, never before: a save that took
+  /// them and then waited for the lock would apply their values after whatever held it (an edit, another save of
+  /// ours) had saved newer ones.
+  func take(_ turn: inout SaveTurn) -> [PropertyListKey: PropertyListValue?] {
+    turn.writes = changingSync { $0.saveBegan() }
+    turn.took = true
+    SaveOnExit.remove(self)
+    return turn.writes
+  }
+
+  /// The writes are in the file (call it under its lock).
+  func end(_ turn: inout SaveTurn) {
+    if turn.took && !turn.ended { _ = changingSync { $0.saveEnded() } }
+    turn.ended = true
+  }
+
+  /// Runs `body` while no write of ours is in progress in any hub attached when the save began (`hooks`: their write
+  /// gates, entered in the order they were attached; none: at once). A failure is thrown once the gates are open.
+  func withoutWrites<T, Failure: Error>(_ hooks: Hooks?, _ body: () throws(Failure) -> T) throws(Failure) -> T {
+    var result: Result<T, Failure>?
+    func run() -> Bool {
+      do throws(Failure) { result = .success(try body()) } catch { result = .failure(error) }
+      return true
+    }
+    _ = hooks?.excludingWrites(run) ?? run()
+    guard let result else { preconditionFailure("a write gate returned without running its body") }
+    return try result.get()
+  }
+
+  /// A file store's save: the plain atomic replacement (``PlainFileRecord``'s steps).
+  private func saveFileStore(_ store: PlainFileRecord, _ turn: inout SaveTurn) throws(SaveFailure) -> SaveOutcome {
+    // Taking the lock creates the folder: a save with nothing to write into a folder that does not exist creates
+    // nothing (what is unsaved is only looked at here; it is taken under the lock).
+    if unsavedWrites.isEmpty && !store.folderExists { return SaveOutcome() }
+    let hooks = hooks
+    var outcome = try store.locked { () throws(SaveFailure) -> SaveOutcome in
+      // The stamp after the check, as the check's read is of that file (or newer): known entries of an older stamp
+      // never stand in for a file another writer replaced in between.
+      let (check, stamp) = try store.checkThenStamp()
+      let save = try store.commitSave(check, at: stamp, writes: take(&turn))
+      if check.changedElsewhere {
+        withoutWrites(hooks) { store.adoptMerged(save, writesMadeSince: unsavedWrites) }
+      }
+      let outcome = store.finishSave(save, merged: check.changedElsewhere)
+      end(&turn)
+      return outcome
+    }
+    store.flushFolderAfterSave(&outcome)
+    return outcome
   }
 
   /// ``save()``, with a failure reported to the stores' issue handlers (the background save, the save at exit).

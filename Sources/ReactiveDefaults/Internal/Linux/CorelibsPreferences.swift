@@ -1,8 +1,9 @@
 // Internal/Linux: what the library runs on Linux only: corelibs' preferences functions (CorelibsPreferences), a
-// suite's FileRecord over corelibs' copy (SuiteFileRecord and its saving and merging), the persistence of a suite's
-// plist (SuitePersistence+Corelibs) and the inotify folder watch (FolderWatcher). Every file is inside
-// `#if os(Linux)` except SuiteFileRecord's and SuitePersistence+Corelibs, which only Linux code builds but every
-// platform compiles (the file seam's tests run them on macOS too).
+// suite's FileRecord over corelibs' copy (SuiteFileRecord and its saving and merging), a suite's save as steps
+// (SuiteSave, SuitePersistence+SuiteSave), the persistence of a suite's plist (SuitePersistence+Corelibs) and the
+// inotify folder watch (FolderWatcher). Every file is inside `#if os(Linux)` except SuiteFileRecord's, SuiteSave's
+// and the SuitePersistence extensions, which only Linux code runs but every platform compiles (the file seam's tests
+// run them on macOS too).
 
 #if os(Linux)
   import Foundation

@@ -24,9 +24,9 @@ import Synchronization
 ///    (writes of ours made during the save, plain `UserDefaults` writes of this process), it keeps that file,
 ///    flushed, and removes the journal, or, when corelibs' file lacks a write of the save, replaces it with the two
 ///    merged, atomically.
-/// No write of ours runs from step 3 to the end of step 4
-/// (``save(takingWrites:writtenSince:excludingWrites:whenAlone:committed:)``). Each open of the suite first completes
-/// a journal left by a crash.
+/// No write of ours runs from step 3 to the end of step 4. The steps are this record's (SuiteFileRecord+Saving.swift),
+/// their values and decisions ``SuiteSave``'s, and ``SuitePersistence`` runs them (SuitePersistence+SuiteSave.swift).
+/// Each open of the suite first completes a journal left by a crash.
 final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
   /// corelibs' copy of the suite, and what it is.
   let corelibs: CorelibsDomain
@@ -38,6 +38,8 @@ final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
     self.defaults = SendableDefaults(instance: defaults)
     super.init(file: file)
   }
+
+  var kind: FileRecordKind { .suite(self) }
 
   func isFile(_ stamp: SuiteFile.Stamp?) -> Bool {
     corelibs.isFile(stamp)

@@ -1,0 +1,49 @@
+import Foundation
+
+extension SuitePersistence {
+  /// A suite's save, step by step (SuiteFileRecord.swift's header says why each step is there; ``SuiteSave`` lists
+  /// them with what each sets). All under the suite's lock; writes of ours held off from corelibs' save to the commit,
+  /// and again while a stale copy of corelibs' is dropped; the folder flushed after the lock.
+  func saveSuite(_ suite: SuiteFileRecord, _ turn: inout SaveTurn) throws(SaveFailure) -> SaveOutcome {
+    // One snapshot for both entries of the write gates: a hub attached during the save is not waited for.
+    let hooks = hooks
+    let outcome = try suite.locked { () throws(SaveFailure) -> SaveOutcome in
+      // Prepare: the writes taken under the lock, the file checked, the journal's entries gathered and written.
+      var save = try suite.beginSave(writes: take(&turn))
+      defer {
+        if let trace = SuiteFile.saveTrace.withLock({ $0 }) {
+          trace(suite.traceLine(save, writtenSince: unsavedWrites))
+        }
+      }
+      try suite.gatherEntries(&save)
+      // Read after corelibs' domain was copied: a write made in between is in one or the other.
+      if save.needsWritesMadeSince { save.applyWritesMadeSince(unsavedWrites) }
+      try suite.writeJournal(&save)
+      // From corelibs' save to the commit, no write of ours runs: corelibs forgets a key is unsaved once it has
+      // written it, so a write in between, saved in place by a plain `synchronize()` on another thread (any suite's:
+      // corelibs then saves every domain), would be in corelibs' copy as saved, and in no file once the journal is
+      // renamed over corelibs' file; corelibs would drop that copy at the next save, and reads load the file.
+      try withoutWrites(hooks) { () throws(SaveFailure) in
+        suite.saveWithCorelibs(&save)
+        // Every write of ours up to now: this save's, and the newer ones made since it took them.
+        save.newest = save.writes.merging(unsavedWrites) { _, newer in newer }
+        try suite.commit(&save)
+      }
+      // Finish, writes running again.
+      try suite.flushKeptFile(&save)
+      // A stale copy of corelibs' is dropped only when that cannot make it save anything: nothing unsaved, no other
+      // save waiting with keys in its dirty list, and no write of ours meanwhile.
+      let copyDropped: Bool? =
+        save.copyIsStale
+        ? withoutWrites(hooks) { state.withLock { $0.sync.aloneWithNothingUnsaved } && suite.corelibs.dropCopy() }
+        : nil
+      let outcome = suite.finishSave(save, copyDropped: copyDropped)
+      end(&turn)
+      return outcome
+    }
+    // The rename (or unlink) is made durable after the lock is released: the next process waiting for the lock (a
+    // reload of this very save, in a process that watches the suite) need not wait for the disk as well.
+    try suite.file.flushFolder(of: suite.file.path)
+    return outcome
+  }
+}
