@@ -14,12 +14,13 @@ import Testing
   static let s3 = Stamp(size: 11, modified: 2, modifiedNanoseconds: 7, inode: 3)
 
   static func entries(_ pairs: KeyValuePairs<String, Int>) -> SuiteSave.Entries {
-    Dictionary(uniqueKeysWithValues: pairs.map { (PropertyListKey($0.key), PropertyListValue.integer($0.value)) })
+    Dictionary(
+      uniqueKeysWithValues: pairs.map { (PropertyListKey($0.key), PropertyListValue.integer(Int128($0.value))) })
   }
 
   /// Writes of ours: a value, or nil for a removal.
   static func writes(_ pairs: KeyValuePairs<String, Int?>) -> SuiteSave.Writes {
-    Dictionary(uniqueKeysWithValues: pairs.map { (PropertyListKey($0.key), $0.value.map(PropertyListValue.integer)) })
+    Dictionary(uniqueKeysWithValues: pairs.map { (PropertyListKey($0.key), $0.value.map { .integer(Int128($0)) }) })
   }
 
   static func encoded(_ pairs: KeyValuePairs<String, Int>) -> Data { SuiteFile.encode(entries(pairs)) }
