@@ -98,6 +98,8 @@ private let name = DefaultsKey<String>("name", default: "")
     defer { token.cancel() }
     viaLink[count] = 7
     #expect(await seen.wait(timeout: 10) { $0.last == 7 })
+    // Saved now: the coalesced save, after the folder's removal, would make it again (and leave it behind).
+    try await offThePool { try viaLink.save() }
   }
 
   /// Another process's atomic save reaches an observer (through the folder watch) and a store nobody observes (at
