@@ -32,6 +32,14 @@ extension DefaultsStore {
     SaveOnExit.saveAll()
   }
 
+  /// When this process's last save of the store's file was complete on disk (the rename of the new file returned, or
+  /// corelibs' rewrite was kept), in nanoseconds of the system's monotonic clock (`CLOCK_MONOTONIC`, which every
+  /// process shares); nil before the first save, or where the store has no file of the library's (for the
+  /// benchmark's cross-process latency: the writer reports this, the observer's process reads the same clock).
+  @_spi(Tools) public var lastSaveCommittedNanoseconds: UInt64? {
+    hub.persistence?.lastSaveCommitted
+  }
+
   /// The suite's plist file, when known.
   @_spi(Tools) public var fileURL: URL? {
     hub.file.map { URL(fileURLWithPath: $0.path) }
@@ -41,14 +49,66 @@ extension DefaultsStore {
   /// the suite's file in one atomic save, so 100,000 keys cost one save instead of 100,000 writes; observers of
   /// changed keys are told afterwards.
   ///
-  /// - Parameter entries: The keys and their values (empty key names are skipped).
+  /// - Parameters:
+  ///   - entries: The keys and their values (empty key names are skipped).
+  ///   - loadingCopy: false for a tool that reads nothing more of the suite (it exits): on Linux, corelibs' copy of
+  ///     the suite is then dropped and not loaded again, which is a third of the time an import of 100,000 keys
+  ///     takes. A read made later anyway finds memory marked as not the file, and reloads it when it looks at the
+  ///     file.
   /// - Throws: ``DefaultsError/saveFailed(path:reason:)``; ``DefaultsError/encodingFailed(key:type:reason:)`` for text
   ///   a file store's XML cannot carry. The file is then as it was.
-  @_spi(Tools) public func importEntries(_ entries: [PropertyListKey: PropertyListValue]) throws(DefaultsError) {
+  @_spi(Tools) public func importEntries(
+    _ entries: [PropertyListKey: PropertyListValue], loadingCopy: Bool = true
+  ) throws(DefaultsError) {
     for (key, value) in entries {
       if let refusal = hub.storage.refusal(of: .set(value), forKey: key.string, type: value.kindName) { throw refusal }
     }
-    try hub.merge(entries.filter { !$0.key.string.isEmpty })
+    try hub.merge(entries.filter { !$0.key.string.isEmpty }, loadingCopy: loadingCopy)
+  }
+
+  /// The entries of the store's file as it is saved, read once under the file's lock: what another program reading
+  /// the file gets (writes of this process not yet saved are not in it: ``flush()`` first). nil where the library does
+  /// not keep the file itself (a suite on Apple platforms, whose preferences daemon does: read ``storedEntries``).
+  ///
+  /// - Throws: ``DefaultsError/unreadableFile(path:reason:backup:)`` when the file is not a property list the library
+  ///   reads; ``DefaultsError/saveFailed(path:reason:)`` when its lock cannot be taken.
+  @_spi(Tools) public func savedEntries() throws(DefaultsError) -> [PropertyListKey: PropertyListValue]? {
+    try hub.persistence?.savedEntries()
+  }
+
+  /// The entries of a suite's file as saved, read under the file's lock without opening a store (whose open loads the
+  /// suite into corelibs and builds its merged view: most of an export of 100,000 keys). A whole journal that a
+  /// killed save left is that save's content, and is read in the file's place (nothing on disk changes). nil for a
+  /// suite with no file, and where the library does not keep suite files (Apple platforms): open a store then.
+  ///
+  /// - Throws: ``DefaultsError/unreadableFile(path:reason:backup:)`` when the file is not a property list the library
+  ///   reads; ``DefaultsError/saveFailed(path:reason:)`` when its lock cannot be taken.
+  @_spi(Tools) public static func savedEntries(ofSuite name: String) throws(DefaultsError)
+    -> [PropertyListKey: PropertyListValue]?
+  {
+    #if os(Linux)
+      let file = SuiteFile(suiteName: name)
+      guard file.stamp() != nil else { return nil }
+      var problem: SuiteFileProblem?
+      let entries: [PropertyListKey: PropertyListValue]?
+      do {
+        entries = try file.withLock { () throws(SaveFailure) -> [PropertyListKey: PropertyListValue]? in
+          do throws(SuiteFileProblem) {
+            if file.journalState() == .whole { return try file.read(file.journalPath)?.entries }
+            return try file.settledRead()?.entries
+          } catch {
+            problem = error
+            return nil
+          }
+        }
+      } catch {
+        throw file.failure(error)
+      }
+      if let problem { throw .unreadableFile(path: file.path, reason: problem.reason, backup: nil) }
+      return entries
+    #else
+      return nil
+    #endif
   }
 
   /// Every key and value of the suite's own domain (not the registered defaults or the arguments), each key exactly

@@ -56,7 +56,7 @@ import Testing
     let first = record()
     #expect(first.open() == nil)
     files.failNext(.rename)
-    #expect(throws: SaveFailure.self) { try first.merge([("b", .integer(2)), ("c", .integer(3))]) }
+    #expect(throws: SaveFailure.self) { try first.merge([("b", .integer(2)), ("c", .integer(3))], loadingCopy: true) }
     #expect(try entries(at: path) == ["a": .integer(1), "b": .integer(1)])
     #expect(try entries(at: journal) == ["a": .integer(1), "b": .integer(2), "c": .integer(3)])
     #expect(record().open() == nil)
@@ -70,12 +70,12 @@ import Testing
     let record = record()
     #expect(record.open() == nil)
     files.failNext(.create, "cannot write: No space left on device")
-    #expect(throws: SaveFailure.self) { try record.merge([("a", .integer(2))]) }
+    #expect(throws: SaveFailure.self) { try record.merge([("a", .integer(2))], loadingCopy: true) }
     #expect(try entries(at: path) == ["a": .integer(1)])
     #expect(files.contents(of: folder) == [path, path + ".lock"])
     // The record still knows the file as it is: the next merge applies to it.
     #expect(record.isSynced)
-    #expect(try record.merge([("b", .integer(2))]) == nil)
+    #expect(try record.merge([("b", .integer(2))], loadingCopy: true) == nil)
     #expect(try entries(at: path) == ["a": .integer(1), "b": .integer(2)])
   }
 
@@ -86,7 +86,7 @@ import Testing
     let record = record()
     #expect(record.open() == nil)
     let before = try #require(record.file.stamp())
-    #expect(try record.merge([("b", .integer(2)), ("a", nil)]) == nil)
+    #expect(try record.merge([("b", .integer(2)), ("a", nil)], loadingCopy: true) == nil)
     #expect(try entries(at: path) == ["b": .integer(2)])
     #expect(record.file.stamp()?.inode != before.inode)
     #expect(record.isSynced)
@@ -112,7 +112,7 @@ import Testing
     #expect(files.contents(of: folder).filter { $0.contains(".corrupt-") } == [backup])
     let record = record()
     _ = record.open()
-    #expect(try record.merge([("a", .integer(1))]) == nil)
+    #expect(try record.merge([("a", .integer(1))], loadingCopy: true) == nil)
     #expect(try entries(at: path) == ["a": .integer(1)])
     #expect(files.node(at: backup) == .file(bad))
   }
@@ -134,7 +134,7 @@ import Testing
       Issue.record("the link was not reported, or was moved")
       return
     }
-    #expect(throws: SaveFailure.self) { try record.merge([("a", .integer(1))]) }
+    #expect(throws: SaveFailure.self) { try record.merge([("a", .integer(1))], loadingCopy: true) }
     #expect(files.node(at: path) == .symbolicLink)
   }
 
@@ -145,7 +145,7 @@ import Testing
     #expect(record.open() == nil)
     let creates = files.calls(.create)
     files.failNext(.lock, "cannot lock: Permission denied")
-    #expect(throws: SaveFailure.self) { try record.merge([("a", .integer(2))]) }
+    #expect(throws: SaveFailure.self) { try record.merge([("a", .integer(2))], loadingCopy: true) }
     #expect(files.calls(.create) == creates)
     #expect(try entries(at: path) == ["a": .integer(1)])
   }

@@ -3,18 +3,6 @@ import Testing
 
 @testable import ReactiveDefaults
 
-/// A small deterministic generator, so that a failing run can be replayed.
-private struct SplitMix64: RandomNumberGenerator {
-  var state: UInt64
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
-
 /// One observer of the stress run: every value it was handed, in order.
 private final class Watcher: Sendable {
   let store: DefaultsStore
@@ -51,7 +39,7 @@ private final class Watcher: Sendable {
     let survivors = await withTaskGroup(of: [Watcher].self) { group in
       for task in 0..<Self.tasks {
         group.addTask {
-          var random = SplitMix64(state: UInt64(task) &* 7919 &+ 1)
+          var random = SeededRandom(state: UInt64(task) &* 7919 &+ 1)
           var watchers: [Watcher] = []
           var links: [DefaultsObservation] = []
           var sequence = 0

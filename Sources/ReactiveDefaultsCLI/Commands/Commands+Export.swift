@@ -16,10 +16,26 @@ extension Commands {
     guard !path.isEmpty else {
       throw RDefaults.usage("the file name is empty; name a file, or '-' for standard output.", command: "export")
     }
-    let store = try openExisting(domain, command: "export")
+    // A suite's file as saved, read once under its lock, without opening a store: the open loads the suite into
+    // corelibs and builds its merged view, most of an export of 100,000 keys. (A file that cannot be read that way,
+    // and a domain with no file, go through the store, which reports them as every command does.)
+    let saved =
+      targetFile == nil && DefaultsStore.isValidSuiteName(domain)
+      ? (try? DefaultsStore.savedEntries(ofSuite: domain)) ?? nil : nil
+    let entries: [PropertyListKey: PropertyListValue]
+    if let saved {
+      entries = saved
+    } else {
+      let store = try openExisting(domain, command: "export")
+      do {
+        entries = try store.savedEntries() ?? contents(store)
+      } catch {
+        throw Failure(message: "\(error)", hint: nil, code: .failure)
+      }
+    }
     // The library's encoder, not PropertyListSerialization: corelibs' `persistentDomain(forName:)` would merge keys
     // that differ only by Unicode normalization.
-    let data = DefaultsStore.xmlPropertyList(contents(store))
+    let data = DefaultsStore.xmlPropertyList(entries)
     if path == "-" {
       RDefaults.writeAll(data, to: STDOUT_FILENO)
     } else {

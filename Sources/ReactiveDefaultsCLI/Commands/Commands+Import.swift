@@ -49,7 +49,8 @@ extension Commands {
       try DefaultsStore.reportingProgress({ phase, done, total in
         progress.update(.library(phase), done: done, of: total)
       }) {
-        try store.importEntries(entries)
+        // The tool exits next: corelibs' copy need not be loaded again.
+        try store.importEntries(entries, loadingCopy: false)
       }
     } catch {
       throw Failure(

@@ -14,8 +14,10 @@ protocol FileRecord: TrackedFile {
   /// problem found and whether it did (else the caller saves, which merges the file too).
   func reload(whenIdle: (() -> Bool) -> Bool) throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool)
   /// Writes `changes` into the file in one atomic replacement, keeping its other keys, and makes memory that file
-  /// (call it with nothing unsaved and no write running).
-  func merge(_ changes: [(key: PropertyListKey, value: PropertyListValue?)]) throws(SaveFailure) -> DefaultsError?
+  /// (call it with nothing unsaved and no write running). `loadingCopy` false: a suite's copy in corelibs is dropped
+  /// and not loaded again (for a tool that exits right after: loading 100,000 keys is a third of an import).
+  func merge(_ changes: [(key: PropertyListKey, value: PropertyListValue?)], loadingCopy: Bool) throws(SaveFailure)
+    -> DefaultsError?
   /// Makes memory the missing file (the folder is gone), when nothing is unsaved; false when it could not.
   func loadMissingFile() -> Bool
   /// Saves what memory holds that the library did not write (plain `UserDefaults` writes), before a merge.

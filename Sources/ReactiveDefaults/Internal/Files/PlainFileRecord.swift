@@ -201,7 +201,9 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
     return (check.issue, reloaded)
   }
 
-  func merge(_ changes: [(key: PropertyListKey, value: PropertyListValue?)]) throws(SaveFailure) -> DefaultsError? {
+  func merge(_ changes: [(key: PropertyListKey, value: PropertyListValue?)], loadingCopy: Bool) throws(SaveFailure)
+    -> DefaultsError?
+  {
     try locked { () throws(SaveFailure) -> DefaultsError? in
       let check = try check()
       let stamp = file.stamp()

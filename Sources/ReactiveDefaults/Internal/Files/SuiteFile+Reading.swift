@@ -79,8 +79,9 @@ extension SuiteFile {
   }
 
   /// The dictionary a property list holds: binary ones through the strict reader (corelibs' binary parser crashes
-  /// on some malformed input and expands reference bombs), XML through corelibs (which refuses nesting deeper
-  /// than 511 levels rather than crash, and whose XML has no shared references).
+  /// on some malformed input and expands reference bombs), XML through the library's fast reader when the file is of
+  /// the forms it knows (``XMLPropertyListReader``), else through corelibs (which refuses nesting deeper than 511
+  /// levels rather than crash, and whose XML has no shared references).
   static func parseDomain(_ bytes: Data) throws(SuiteFileProblem) -> [PropertyListKey: PropertyListValue] {
     guard !bytes.isEmpty else { throw .empty }
     let root: PropertyListValue?
@@ -88,6 +89,9 @@ extension SuiteFile {
       guard let node = BinaryPropertyList.parse(bytes) else { throw .malformedBinary }
       root = PropertyListValue(archiveNode: node)
       guard root != nil else { throw .notPropertyList }
+    } else if let value = XMLPropertyListReader.parse(bytes) {
+      // The usual file, read at once; anything it leaves is CoreFoundation's to read, below.
+      root = value
     } else {
       #if os(Linux)
         // CoreFoundation's own dictionary, read key by key (PropertyListSerialization would merge keys that differ

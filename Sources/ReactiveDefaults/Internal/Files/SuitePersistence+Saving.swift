@@ -151,6 +151,7 @@ extension SuitePersistence {
       // never stand in for a file another writer replaced in between.
       let (check, stamp) = try store.checkThenStamp()
       let save = try store.commitSave(check, at: stamp, writes: take(&turn))
+      noteSaveCommitted()
       if check.changedElsewhere {
         withoutWrites(hooks) { store.adoptMerged(save, writesMadeSince: unsavedWrites) }
       }

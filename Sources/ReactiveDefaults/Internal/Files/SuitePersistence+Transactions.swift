@@ -4,15 +4,16 @@ import Synchronization
 /// Edits and imports, straight into the file under its lock (for ChangeHub+Transactions.swift).
 extension SuitePersistence {
   /// Writes `entries` into the suite's file in one atomic save, keeping its other keys, under the suite's lock
-  /// (``commit(_:findings:committed:)``). Observers of changed keys are told after the locks.
-  func merge(_ entries: [PropertyListKey: PropertyListValue]) throws(DefaultsError) {
+  /// (``commit(_:findings:loadingCopy:committed:)``). Observers of changed keys are told after the locks.
+  /// `loadingCopy`: see ``FileRecord/merge(_:loadingCopy:)``.
+  func merge(_ entries: [PropertyListKey: PropertyListValue], loadingCopy: Bool = true) throws(DefaultsError) {
     var findings = Findings()
     findings.changedElsewhere = true
     defer { act(on: findings) }
     do {
       try record.locked { () throws(SaveFailure) in
         do throws(DefaultsError) {
-          try commit(entries.map { ($0.key, $0.value) }, findings: &findings) {}
+          try commit(entries.map { ($0.key, $0.value) }, findings: &findings, loadingCopy: loadingCopy) {}
         } catch {
           throw SaveFailure(error.description)
         }
@@ -31,13 +32,16 @@ extension SuitePersistence {
   /// - Throws: ``DefaultsError/saveFailed(path:reason:)``, and then the file, the values in memory and the
   ///   observers are as they were (unless the failure came after the file was committed, which the reason says).
   func commit(
-    _ changes: [(key: PropertyListKey, value: PropertyListValue?)], findings: inout Findings, committed: () -> Void
+    _ changes: [(key: PropertyListKey, value: PropertyListValue?)], findings: inout Findings,
+    loadingCopy: Bool = true, committed: () -> Void
   ) throws(DefaultsError) {
-    guard let hooks else { return try commitExcludingWrites(changes, findings: &findings, committed: committed) }
+    guard let hooks else {
+      return try commitExcludingWrites(changes, findings: &findings, loadingCopy: loadingCopy, committed: committed)
+    }
     var failure: DefaultsError?
     _ = hooks.excludingWrites {
       do throws(DefaultsError) {
-        try commitExcludingWrites(changes, findings: &findings, committed: committed)
+        try commitExcludingWrites(changes, findings: &findings, loadingCopy: loadingCopy, committed: committed)
       } catch {
         failure = error
       }
@@ -47,7 +51,8 @@ extension SuitePersistence {
   }
 
   private func commitExcludingWrites(
-    _ changes: [(key: PropertyListKey, value: PropertyListValue?)], findings: inout Findings, committed: () -> Void
+    _ changes: [(key: PropertyListKey, value: PropertyListValue?)], findings: inout Findings, loadingCopy: Bool,
+    committed: () -> Void
   ) throws(DefaultsError) {
     // corelibs' copy is dropped at the end: it must hold nothing unsaved, neither writes of ours nor plain
     // `UserDefaults` writes of this process (a synchronize saves those).
@@ -57,11 +62,31 @@ extension SuitePersistence {
       throw .saveFailed(path: file.path, reason: "Foundation could not save its copy of the suite")
     }
     do throws(SaveFailure) {
-      if let issue = try record.merge(changes) { findings.issues.append(issue) }
+      if let issue = try record.merge(changes, loadingCopy: loadingCopy) { findings.issues.append(issue) }
     } catch {
       throw file.failure(error)
     }
     committed()
+  }
+
+  /// The file's entries as saved, read under its lock (``DefaultsStore/savedEntries()``).
+  func savedEntries() throws(DefaultsError) -> [PropertyListKey: PropertyListValue] {
+    var problem: SuiteFileProblem?
+    let entries: [PropertyListKey: PropertyListValue]
+    do {
+      entries = try record.locked { () throws(SaveFailure) -> [PropertyListKey: PropertyListValue] in
+        do throws(SuiteFileProblem) {
+          return try file.settledRead()?.entries ?? [:]
+        } catch {
+          problem = error
+          return [:]
+        }
+      }
+    } catch {
+      throw file.failure(error)
+    }
+    if let problem { throw .unreadableFile(path: file.path, reason: problem.reason, backup: nil) }
+    return entries
   }
 
   /// Runs `body` holding the suite's lock, so that no other process (or thread) saves or edits the suite meanwhile,

@@ -57,6 +57,20 @@ final class SuitePersistence: Sendable {
   let lastFileCheck = Atomic<UInt64>(0)
   /// How many keys have a pending write (``pendingValue(forKey:)``), kept with the state.
   let pendingKeys = Atomic<Int>(0)
+  /// When this process's last save of the file was complete on disk (its rename returned, or corelibs' rewrite kept),
+  /// on the monotonic clock every process shares; 0 before the first (for the benchmark's cross-process latency).
+  private let lastCommit = Atomic<UInt64>(0)
+
+  /// Records that a save is complete on disk, now (``lastSaveCommitted``).
+  func noteSaveCommitted() {
+    lastCommit.store(monotonicNanoseconds(), ordering: .relaxed)
+  }
+
+  /// When this process's last save of the file was complete on disk, on the monotonic clock; nil before the first.
+  var lastSaveCommitted: UInt64? {
+    let time = lastCommit.load(ordering: .relaxed)
+    return time == 0 ? nil : time
+  }
 
   /// How long after a write its coalesced save runs: well inside the promised 100 ms.
   static let saveDelay: DispatchTimeInterval = .milliseconds(50)

@@ -30,13 +30,14 @@ enum XMLPropertyList {
     } else {
       // The top level by hand, to report progress on a large domain (an import of a million keys).
       Progress.report(.sorting, done: 0, of: entries.count)
-      let sorted = entries.sorted { $0.key < $1.key }
+      let pairs = Array(entries)
+      let order = sortedIndices(of: pairs.map(\.key))
       writer.bytes.reserveCapacity(entries.count * 48)
       writer.append("<dict>\n")
-      for (index, (key, value)) in sorted.enumerated() {
-        if index & 0x3FFF == 0 { Progress.report(.encoding, done: index, of: sorted.count) }
-        writer.element("key", key.string, indent: 1)
-        writer.write(value, indent: 1)
+      for (index, position) in order.enumerated() {
+        if index & 0x3FFF == 0 { Progress.report(.encoding, done: index, of: order.count) }
+        writer.element("key", pairs[position].key.string, indent: 1)
+        writer.write(pairs[position].value, indent: 1)
       }
       writer.append("</dict>\n")
     }
@@ -132,20 +133,60 @@ enum XMLPropertyList {
   /// does UTF-16 except that its surrogates (for U+10000 and up) come before U+E000–U+FFFF: where the first
   /// difference sets the lead byte of one of those (EE or EF) against that of the other (F0 to F4), the order turns.
   static func precedesInUTF16Order(_ a: String, _ b: String) -> Bool {
-    var a = a
-    var b = b
-    return a.withUTF8 { x in
-      b.withUTF8 { y in
-        let common = min(x.count, y.count)
-        var index = 0
-        while index < common, x[index] == y[index] { index += 1 }
-        guard index < common else { return x.count < y.count }
-        let (left, right) = (x[index], y[index])
-        if (0xEE...0xEF).contains(left) && right >= 0xF0 { return false }
-        if (0xEE...0xEF).contains(right) && left >= 0xF0 { return true }
-        return left < right
-      }
+    // Both texts' bytes in memory (native and small strings, the usual case): compared where they are, no copy.
+    let compared: Bool?? = a.utf8.withContiguousStorageIfAvailable { x in
+      b.utf8.withContiguousStorageIfAvailable { y in precedesInUTF16Order(x, y) }
     }
+    if let compared = compared ?? nil { return compared }
+    return precedesInUTF16Order(Array(a.utf8), Array(b.utf8))
+  }
+
+  /// The positions of `keys` in CoreFoundation's order (``precedesInUTF16Order(_:_:)-(String,String)``).
+  ///
+  /// Sorting 100,000 keys with that comparison took a fifth of an import: each is first given the first 16 bytes of
+  /// its UTF-8 with the lead bytes EE and EF raised above F4 (to F5, F6: never bytes of UTF-8), so that those bytes
+  /// compare as UTF-16 code units do; most pairs differ there, and only a tie compares the whole keys.
+  static func sortedIndices(of keys: [PropertyListKey]) -> [Int] {
+    struct Prefixed {
+      var high: UInt64
+      var low: UInt64
+      var index: Int
+    }
+    func prefix(_ text: String) -> (UInt64, UInt64) {
+      var words: (UInt64, UInt64) = (0, 0)
+      for (offset, byte) in text.utf8.prefix(16).enumerated() {
+        let raised = UInt64(byte == 0xEE ? 0xF5 : byte == 0xEF ? 0xF6 : byte)
+        if offset < 8 {
+          words.0 |= raised << (56 - 8 * offset)
+        } else {
+          words.1 |= raised << (56 - 8 * (offset - 8))
+        }
+      }
+      return words
+    }
+    var prefixed = keys.indices.map { index in
+      let (high, low) = prefix(keys[index].string)
+      return Prefixed(high: high, low: low, index: index)
+    }
+    prefixed.sort { a, b in
+      if a.high != b.high { return a.high < b.high }
+      if a.low != b.low { return a.low < b.low }
+      return keys[a.index] < keys[b.index]
+    }
+    return prefixed.map(\.index)
+  }
+
+  /// ``precedesInUTF16Order(_:_:)-(String,String)`` on UTF-8 bytes.
+  private static func precedesInUTF16Order<Bytes: RandomAccessCollection<UInt8>>(_ x: Bytes, _ y: Bytes) -> Bool
+  where Bytes.Index == Int {
+    let common = Swift.min(x.count, y.count)
+    var index = 0
+    while index < common, x[x.startIndex + index] == y[y.startIndex + index] { index += 1 }
+    guard index < common else { return x.count < y.count }
+    let (left, right) = (x[x.startIndex + index], y[y.startIndex + index])
+    if (0xEE...0xEF).contains(left) && right >= 0xF0 { return false }
+    if (0xEE...0xEF).contains(right) && left >= 0xF0 { return true }
+    return left < right
   }
 
   private struct Writer {
@@ -174,11 +215,19 @@ enum XMLPropertyList {
       }
     }
 
-    mutating func element(_ name: String, _ content: String, indent level: Int) {
+    mutating func element(_ name: StaticString, _ content: String, indent level: Int) {
       indent(level)
-      append("<\(name)>")
+      bytes.append(UInt8(ascii: "<"))
+      append(name)
+      bytes.append(UInt8(ascii: ">"))
       escaped(content)
-      append("</\(name)>\n")
+      bytes.append(contentsOf: [UInt8(ascii: "<"), UInt8(ascii: "/")])
+      append(name)
+      bytes.append(contentsOf: [UInt8(ascii: ">"), UInt8(ascii: "\n")])
+    }
+
+    mutating func append(_ text: StaticString) {
+      text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
     mutating func write(_ value: PropertyListValue, indent level: Int) {
@@ -201,7 +250,8 @@ enum XMLPropertyList {
         indent(level)
         append("</array>\n")
       case .string(let text): element("string", text, indent: level)
-      case .integer(let number): element("integer", "\(number)", indent: level)
+      case .integer(let number):
+        element("integer", Int64(exactly: number).map { String($0) } ?? String(number), indent: level)
       case .real(let number): element("real", XMLPropertyList.real(number), indent: level)
       case .bool(let flag):
         indent(level)

@@ -72,9 +72,10 @@ extension ChangeHub {
   }
 
   /// Writes many keys at once, atomically: with a persistence (a file store; a suite on Linux)
-  /// straight into the file (one save, whatever the number of keys), else as one edit.
-  func merge(_ entries: [PropertyListKey: PropertyListValue]) throws(DefaultsError) {
-    if let persistence { return try persistence.merge(entries) }
+  /// straight into the file (one save, whatever the number of keys), else as one edit. `loadingCopy`: see
+  /// ``FileRecord/merge(_:loadingCopy:)``.
+  func merge(_ entries: [PropertyListKey: PropertyListValue], loadingCopy: Bool = true) throws(DefaultsError) {
+    if let persistence { return try persistence.merge(entries, loadingCopy: loadingCopy) }
     do {
       try edit { ((), entries.map { (key: $0.key.string, write: StorageWrite.set($0.value)) }) }
     } catch let error as DefaultsError {

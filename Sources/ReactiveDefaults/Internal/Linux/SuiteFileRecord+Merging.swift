@@ -9,11 +9,24 @@ extension SuiteFileRecord {
   /// copy is dropped, not merged. Much cheaper than writing many keys through corelibs, whose cost per new key
   /// grows with the number of unsaved keys; and a failure leaves both the file and memory as they were.
   /// Returns the problem the check found (an unreadable file, backed up, that is replaced).
-  func merge(_ changes: [(key: PropertyListKey, value: PropertyListValue?)]) throws(SaveFailure) -> DefaultsError? {
+  ///
+  /// With `loadingCopy` false, corelibs' copy is dropped and not loaded (a tool that exits right after reads nothing
+  /// more): memory then counts as not the file, so a read that looks at the file reloads it under the lock.
+  func merge(_ changes: [(key: PropertyListKey, value: PropertyListValue?)], loadingCopy: Bool) throws(SaveFailure)
+    -> DefaultsError?
+  {
     try locked { () throws(SaveFailure) -> DefaultsError? in
       let check = try check()
       let (domain, savedStamp) = try commitMerge(changes, into: entriesOnDisk(check))
       // Committed. Until corelibs drops its copy, reads give the values from before, never a mix.
+      guard loadingCopy else {
+        guard corelibs.dropCopy() else {
+          corelibs.record(.untrusted)
+          throw SaveFailure("the file was saved, but Foundation's copy of the suite could not be dropped")
+        }
+        corelibs.record(.untrusted)
+        return check.issue
+      }
       Progress.report(.loading, done: 0, of: 0)
       guard corelibs.reloadCopy() else {
         corelibs.record(.untrusted)

@@ -28,6 +28,7 @@ extension SuitePersistence {
         // Every write of ours up to now: this save's, and the newer ones made since it took them.
         save.newest = save.writes.merging(unsavedWrites) { _, newer in newer }
         try suite.commit(&save)
+        noteSaveCommitted()
       }
       // Finish, writes running again.
       try suite.flushKeptFile(&save)
