@@ -99,6 +99,9 @@ import Testing
     "<dict><key>a</key><string>x</string></dict><dict/>",
     "<dict><key>a</key>",
     "<string>&bogus;</string>",
+    "<dict><key>CF$UID</key><integer>3</integer></dict>",
+    "<dict><key>a</key><string>\u{FEFF}text</string></dict>",
+    "<dict><key>\u{FEFF}a</key><string>b</string></dict>",
   ])
   func formsItDoesNotKnowAreLeftToCoreFoundation(_ body: String) {
     #expect(XMLPropertyListReader.parse(Self.document(body)) == nil)
@@ -110,6 +113,20 @@ import Testing
       XMLPropertyListReader.parse(
         Self.document(body, declaration: "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>")) == nil)
     #expect(XMLPropertyListReader.parse(Self.document(body)) != nil)
+    for declaration in [
+      "<?xml version=\"1.0\" encoding=\"utf-8 \"?>", "<?xml version=\"1.0\" encoding=\"x-utf-8\"?>",
+      "<?xml version=\"1.0\" encoding=\"macintosh\" x=\"utf-8\"?>", "<?xml version=\"1.0\" encoding=utf-8?>",
+    ] {
+      #expect(XMLPropertyListReader.parse(Self.document(body, declaration: declaration)) == nil, "\(declaration)")
+    }
+    #expect(XMLPropertyListReader.parse(Self.document(body, declaration: "<?xml encoding = 'UTF-8' ?>")) != nil)
+    #expect(
+      XMLPropertyListReader.parse(Self.document(body).replacing(Data("<plist ".utf8), with: Data("<plistX ".utf8)))
+        == nil)
+    #expect(
+      XMLPropertyListReader.parse(
+        Self.document("<dict><key>CF$UID</key><integer>3</integer><key>b</key><integer>1</integer></dict>")) != nil)
+    #expect(XMLPropertyListReader.parse(Self.document("<dict><key>CF$UID</key><string>3</string></dict>")) != nil)
     let deep = String(repeating: "<array>", count: 70) + String(repeating: "</array>", count: 70)
     #expect(XMLPropertyListReader.parse(Self.document(deep)) == nil)
     let shallow = String(repeating: "<array>", count: 60) + String(repeating: "</array>", count: 60)

@@ -33,8 +33,8 @@ enum XMLPropertyListReader {
       if skip([0xEF, 0xBB, 0xBF]) {}  // a byte-order mark
       skipSpace()
       guard skip("<?xml"), let declarationEnd = find("?>") else { return nil }
-      let declaration = String(decoding: bytes[position..<declarationEnd], as: UTF8.self).lowercased()
-      if declaration.contains("encoding") && !declaration.contains("utf-8") { return nil }
+      let declaration = String(decoding: bytes[position..<declarationEnd], as: UTF8.self)
+      guard Self.namesUTF8OrNoEncoding(declaration) else { return nil }
       position = declarationEnd + 2
       skipSpace()
       if skip("<!DOCTYPE") {
@@ -42,9 +42,10 @@ enum XMLPropertyListReader {
         position = end + 1
         skipSpace()
       }
-      guard skip("<plist"), let end = find(">"), end > position, bytes[end - 1] != UInt8(ascii: "/") else {
-        return nil
-      }
+      // `<plist` then white space or `>` (CoreFoundation refuses another tag that begins so).
+      guard skip("<plist"), position < bytes.count, [0x20, 0x09, 0x0A, 0x0D, 0x3E].contains(bytes[position]),
+        let end = find(">"), bytes[end - 1] != UInt8(ascii: "/")
+      else { return nil }
       position = end + 1
       skipSpace()
       guard let root = value() else { return nil }
@@ -78,7 +79,17 @@ enum XMLPropertyListReader {
       var entries: [PropertyListKey: PropertyListValue] = [:]
       while true {
         skipSpace()
-        if skip("</dict>") { return .dictionary(entries) }
+        if skip("</dict>") {
+          // CoreFoundation reads a dictionary whose one key is `CF$UID`, with a number, as a keyed archive's
+          // reference: left to it.
+          if entries.count == 1, let only = entries["CF$UID"] {
+            switch only {
+            case .integer, .real: return nil
+            default: break
+            }
+          }
+          return .dictionary(entries)
+        }
         guard skip("<key>"), let key = text(closing: "</key>") else { return nil }
         skipSpace()
         guard let value = value(), entries.updateValue(value, forKey: PropertyListKey(key)) == nil else { return nil }
@@ -111,6 +122,8 @@ enum XMLPropertyListReader {
       }
       let end = position
       guard skip(closing) else { return nil }
+      // CoreFoundation drops a byte-order mark that begins a text: left to it.
+      guard !bytes[start..<end].starts(with: [0xEF, 0xBB, 0xBF]) else { return nil }
       guard hasEntity else { return String(validating: bytes[start..<end], as: UTF8.self) }
       var decoded: [UInt8] = []
       decoded.reserveCapacity(end - start)
@@ -145,6 +158,18 @@ enum XMLPropertyListReader {
       let end = position
       guard skip(closing) else { return nil }
       return String(decoding: bytes[start..<end], as: UTF8.self)
+    }
+
+    /// Whether the declaration (what lies between `<?xml` and `?>`) names no encoding, or UTF-8: the first
+    /// `encoding`, `=`, and a quoted value that is `utf-8` in any case, as CoreFoundation reads it.
+    static func namesUTF8OrNoEncoding(_ declaration: String) -> Bool {
+      guard let name = declaration.range(of: "encoding") else { return true }
+      var rest = declaration[name.upperBound...].drop { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+      guard rest.first == "=" else { return false }
+      rest = rest.dropFirst().drop { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+      guard let quote = rest.first, quote == "\"" || quote == "'" else { return false }
+      let value = rest.dropFirst().prefix { $0 != quote }
+      return value.lowercased() == "utf-8" && rest.dropFirst(value.count + 1).first == quote
     }
 
     func integer(_ text: String) -> PropertyListValue? {
