@@ -56,13 +56,17 @@ case (4, "churn"):
     try store.save()
   }
   say("ready \(found)")
+  // Until killed, or until the test that started it is gone: a test process killed before it could kill this one
+  // would leave it saving forever, taking a core from whatever runs next.
+  let parent = getppid()
   var round = 0
-  while true {
+  while getppid() == parent {
     round += 1
     store[DefaultsKey<Int>("round", default: 0)] = round
     store[key(round % count)] = round
     try store.save()
   }
+  exit(0)
 case (4, "readloop"):
   // A reader of a suite another process keeps saving (`churn`): every key it reads exists, so a read of the default
   // means this process loaded a torn file.
