@@ -94,8 +94,7 @@ extension DefaultsStore {
       do {
         entries = try file.withLock { () throws(SaveFailure) -> [PropertyListKey: PropertyListValue]? in
           do throws(SuiteFileProblem) {
-            if file.journalState() == .whole { return try file.read(file.journalPath)?.entries }
-            return try file.settledRead()?.entries
+            return try file.savedEntries()
           } catch {
             problem = error
             return nil

@@ -42,6 +42,13 @@ extension SuiteFile {
     }
   }
 
+  /// The entries as saved: a whole journal a killed save left is that save's content, read in the file's place
+  /// (nothing on disk changes); nil for no file. Call it holding the file's lock.
+  func savedEntries() throws(SuiteFileProblem) -> [PropertyListKey: PropertyListValue]? {
+    if journalState() == .whole { return try read(journalPath)?.entries }
+    return try settledRead()?.entries
+  }
+
   /// The domain of the file at `path`, read as ``read()`` reads the plist.
   func read(_ path: String) throws(SuiteFileProblem) -> Domain? {
     guard let bytes = try readBytes(path) else { return nil }

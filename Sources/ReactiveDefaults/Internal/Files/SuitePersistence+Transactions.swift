@@ -76,7 +76,7 @@ extension SuitePersistence {
     do {
       entries = try record.locked { () throws(SaveFailure) -> [PropertyListKey: PropertyListValue] in
         do throws(SuiteFileProblem) {
-          return try file.settledRead()?.entries ?? [:]
+          return try file.savedEntries() ?? [:]
         } catch {
           problem = error
           return [:]
