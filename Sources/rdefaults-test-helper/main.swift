@@ -8,7 +8,8 @@
 //   rdefaults-test-helper fds DOMAIN KEY INT      print descriptor counts before, while and after other suites are open
 //   rdefaults-test-helper sweep DOMAIN OTHER      write k=1 to both, print "written", flush DOMAIN only, print
 //                                                 "flushed"
-//   rdefaults-test-helper churn DOMAIN N          fill k0..k<N-1> (once), print "ready", then save changes forever
+//   rdefaults-test-helper churn DOMAIN N          fill k0..k<N-1> (once), print "ready", then save changes until
+//                                                 killed (back to back for 30 s, then once a second)
 //   rdefaults-test-helper count DOMAIN            print how many keys the domain has, opened through the library
 //   rdefaults-test-helper count --file PATH       the same for a file store
 //   rdefaults-test-helper fsize DOMAIN            save; on a line of input, fail a save (file size limit); on the
@@ -57,14 +58,18 @@ case (4, "churn"):
   }
   say("ready \(found)")
   // Until killed, or until the test that started it is gone: a test process killed before it could kill this one
-  // would leave it saving forever, taking a core from whatever runs next.
+  // would leave it saving forever, taking a core from whatever runs next. Back to back for 30 s, then one save a
+  // second: a test kills it within a second or two, but one whose task waits for a busy pool (hundreds of tests at
+  // once, under the thread sanitizer) came back after many minutes, while two of these took a core between them.
   let parent = getppid()
+  let started = ContinuousClock.now
   var round = 0
   while getppid() == parent {
     round += 1
     store[DefaultsKey<Int>("round", default: 0)] = round
     store[key(round % count)] = round
     try store.save()
+    if ContinuousClock.now - started > .seconds(30) { usleep(1_000_000) }
   }
   exit(0)
 case (4, "readloop"):

@@ -24,7 +24,7 @@ import Testing
     let config = makeConfigFolder()
     let input = try largePlist(keys: 100_000)
     defer { try? FileManager.default.removeItem(atPath: input) }
-    let tool = productsFolder.appendingPathComponent("rdefaults").path
+    let tool = toolsFolder.appendingPathComponent("rdefaults").path
     // script(1) runs the command with a pseudo-terminal as its standard error, and copies what it shows.
     let command = "RDEFAULTS_PROGRESS_AFTER=0 '\(tool)' import d '\(input)'"
     let terminal = try await runTool(["-qec", command, "/dev/null"], config: config, tool: Self.script)

@@ -9,7 +9,7 @@ import Testing
 /// Runs a bash script with the tool's folder first in `PATH` and the given preferences folder, for what `Process`
 /// cannot pass (arguments that are not UTF-8) and for the completion script.
 private func runBash(_ script: String, config: String) async throws -> ProcessResult {
-  let tool = productsFolder.appendingPathComponent("rdefaults").path
+  let tool = toolsFolder.appendingPathComponent("rdefaults").path
   return try await runTool(["-c", "tool=\(tool)\n" + script], config: config, tool: "/bin/bash")
 }
 

@@ -66,7 +66,7 @@
   func runRDefaults(_ arguments: [String]) async throws -> Int32 {
     try await offThePool {
       let process = Process()
-      process.executableURL = productsFolder.appendingPathComponent("rdefaults")
+      process.executableURL = toolsFolder.appendingPathComponent("rdefaults")
       process.arguments = arguments
       try process.run()
       process.waitUntilExit()

@@ -43,3 +43,14 @@ public let productsFolder: URL = {
     return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
   #endif
 }()
+
+/// The folder the tests start the package's executables from (`rdefaults`, `rdefaults-test-helper`): the products
+/// folder, or `TEST_TOOLS_FOLDER` when set. `.ci/run`'s thread-sanitizer stage sets it to the plain build's folder:
+/// the sanitizer watches the test process, where the library's threads are exercised, and the second processes the
+/// tests start (hundreds of tool runs and writers saving thousands of times) run at full speed beside it.
+public let toolsFolder: URL = {
+  if let folder = ProcessInfo.processInfo.environment["TEST_TOOLS_FOLDER"], !folder.isEmpty {
+    return URL(fileURLWithPath: folder, isDirectory: true)
+  }
+  return productsFolder
+}()

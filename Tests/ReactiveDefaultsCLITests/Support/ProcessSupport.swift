@@ -35,7 +35,7 @@ func runTool(
 private func makeProcess(_ arguments: [String], config: String, tool: String) -> (Process, output: Pipe, error: Pipe) {
   let process = Process()
   // A built product by name, or any program by absolute path.
-  process.executableURL = tool.hasPrefix("/") ? URL(fileURLWithPath: tool) : productsFolder.appendingPathComponent(tool)
+  process.executableURL = tool.hasPrefix("/") ? URL(fileURLWithPath: tool) : toolsFolder.appendingPathComponent(tool)
   process.arguments = arguments
   process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": config]) { $1 }
   let output = Pipe()
