@@ -79,6 +79,25 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
   ///   - limit: The size the system terminates the app at, in bytes.
   case domainNearingLimit(key: String, size: Int, limit: Int)
 
+  /// A remembered document (``DocumentReference``) cannot be found: deleted, renamed (on Linux, where a reference is
+  /// its path), on a volume that is gone, or its bookmark no longer resolves. The key reads as `nil` through
+  /// ``DefaultsStore/document(_:)``; the stored reference is kept.
+  ///
+  /// - Parameters:
+  ///   - key: The key's name; empty for a reference being made (``DocumentReference/init(url:)``) or opened on its own.
+  ///   - url: The document's URL as last known.
+  ///   - reason: Why it cannot be found.
+  case documentUnavailable(key: String, url: String, reason: String)
+
+  /// A remembered document's stale bookmark could not be made again: the document opened through the old one, which
+  /// stays stored, and the next resolution tries again.
+  ///
+  /// - Parameters:
+  ///   - key: The key's name.
+  ///   - url: The document's URL.
+  ///   - reason: What the system answered.
+  case documentNotRenewed(key: String, url: String, reason: String)
+
   /// A readable explanation, with what to do about it.
   public var description: String {
     switch self {
@@ -114,6 +133,12 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
     case .domainNearingLimit(let key, let size, let limit):
       "Writing '\(key)' made the suite about \(size) bytes; at \(limit) bytes this platform terminates the app "
         + "(the library refuses such writes). Keep large values in a file instead."
+    case .documentUnavailable(let key, let url, let reason):
+      (key.isEmpty ? "The document \(url)" : "The document remembered under '\(key)' (\(url))")
+        + " is not available: \(reason)." + (key.isEmpty ? "" : " The key reads as nil until it is found again.")
+    case .documentNotRenewed(let key, let url, let reason):
+      "The stale bookmark of the document remembered under '\(key)' (\(url)) could not be renewed: \(reason). "
+        + "The document opened through the old one, which is kept; the next resolution tries again."
     }
   }
 }

@@ -119,7 +119,8 @@ extension DefaultsError {
   fileprivate var key: String? {
     switch self {
     case .typeMismatch(let key, _, _), .encodingFailed(let key, _, _), .invalidKey(let key),
-      .domainTooLarge(let key, _, _), .domainNearingLimit(let key, _, _):
+      .domainTooLarge(let key, _, _), .domainNearingLimit(let key, _, _), .documentUnavailable(let key, _, _),
+      .documentNotRenewed(let key, _, _):
       key
     case .migrationFailed(_, let key, _): key
     case .unreadableFile, .saveFailed, .reentrantEdit: nil

@@ -47,6 +47,24 @@ private func withSuite(_ body: (String, DefaultsStore) async throws -> Void) asy
     }
   }
 
+  /// A document another process remembers (`rdefaults write … -dict url …`) reaches a quiet observer, and opens.
+  @Test func aDocumentRememberedByAnotherProcessReachesAnObserverAndOpens() async throws {
+    try await withSuite { name, store in
+      let file = URL(fileURLWithPath: NSTemporaryDirectory() + "picked-\(UUID().uuidString).txt")
+      try Data("picked".utf8).write(to: file)
+      defer { try? FileManager.default.removeItem(at: file) }
+      let key = DefaultsKey<DocumentReference?>("document")
+      let seen = Recorder<DocumentReference?>()
+      let token = store.property(key).observe { seen.append($0) }
+      defer { token.cancel() }
+      let result = try await runTool(
+        ["write", name, "document", "-dict", "url", file.absoluteString], config: processConfigFolder)
+      #expect(result.status == 0, "\(result.error)")
+      #expect(await seen.wait { $0.last??.url == file.standardizedFileURL })
+      #expect(try store.withAccess(to: key) { try Data(contentsOf: $0) } == Data("picked".utf8))
+    }
+  }
+
   /// While the other process writes, this one saves every 2 ms, so its saves merge the other process's change
   /// before its watcher reacts to it. Then it stops saving: the change must still reach the observer (a save that
   /// merged a foreign change must not pass for a save of our own, after which reloading looks pointless).

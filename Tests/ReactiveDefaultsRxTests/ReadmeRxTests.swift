@@ -24,7 +24,7 @@
       }
       let slider = Slider()
       let chosenDocuments = PublishSubject<URL>()
-      func open(_ url: URL?) {}
+      func open(_ url: URL) {}
 
       """
 

@@ -112,6 +112,45 @@
       subscription.dispose()
     }
 
+    /// The seed scenario done right: picked documents bound into `rx.document(forKey:)` as references; after a
+    /// "restart" (a new instance of the suite, a new property) the document opens again; once it is gone, the property
+    /// emits nil and the problem is reported.
+    @Test func pickedDocumentsOpenAgainAfterARestart() async throws {
+      let suite = "ReactiveDefaultsRxTests.\(UUID().uuidString)"
+      let file = URL(fileURLWithPath: NSTemporaryDirectory() + "picked-\(UUID().uuidString).txt")
+      try Data("chosen".utf8).write(to: file)
+      defer { try? FileManager.default.removeItem(at: file) }
+      let picked = PublishSubject<URL>()
+      let document = UserDefaults(suiteName: suite)!.rx.document(forKey: "documentUrl")
+      let binding = picked.compactMap { try? DocumentReference(url: $0) }.bind(to: document)
+      let seen = Collected<DocumentReference?>()
+      let subscription = document.subscribe(onNext: { seen.append($0) })
+      #expect(await seen.wait { $0 == [nil] })
+      picked.onNext(file)
+      #expect(await seen.wait { $0.count == 2 })
+      #expect(try seen.last??.withAccess { try Data(contentsOf: $0) } == Data("chosen".utf8))
+      subscription.dispose()
+      binding.dispose()
+
+      let defaults = UserDefaults(suiteName: suite)!
+      let relaunched = Collected<DocumentReference?>()
+      let again = defaults.rx.document(forKey: "documentUrl").subscribe(onNext: { relaunched.append($0) })
+      #expect(await relaunched.wait { $0.count == 1 })
+      #expect(relaunched.values.first??.url == file.standardizedFileURL)
+      again.dispose()
+
+      try FileManager.default.removeItem(at: file)
+      let store = DefaultsStore(defaults)
+      let issues = Collected<DefaultsError>()
+      store.issueHandler = { issues.append($0) }
+      let gone = Collected<DocumentReference?>()
+      let third = defaults.rx.document(forKey: "documentUrl").subscribe(onNext: { gone.append($0) })
+      #expect(await gone.wait { $0 == [nil] })
+      #expect(await issues.wait { $0.count == 1 })
+      third.dispose()
+      withExtendedLifetime(store) {}
+    }
+
     @Test func aWriteThroughTheCoreAPIReachesTheControlProperty() async {
       let store = makeStore()
       let seen = Collected<Int>()

@@ -40,6 +40,30 @@
     public func url(forKey key: String) -> ControlProperty<URL?> {
       makeControlProperty(DefaultsKey<URL?>(key), lettingGoOf: base)
     }
+
+    /// A remembered document of this `UserDefaults` as a `ControlProperty`: what a document picker's choice should be
+    /// bound to, so that the document opens again after the app restarts (a URL picked in open mode is
+    /// security-scoped: at the next launch the URL stored by ``url(forKey:)`` no longer opens; a bookmark does).
+    ///
+    /// Each element is resolved as ``DefaultsStore/document(_:)`` resolves it: at the document's current URL, a stale
+    /// bookmark renewed and saved; `nil` when the document cannot be found (reported to the suite's stores'
+    /// `issueHandler`). A key that holds a URL (as ``url(forKey:)`` stored it) reads as a reference to that file.
+    /// It holds the instance weakly, as ``default(forKey:)`` does.
+    ///
+    /// ```swift
+    /// let document = UserDefaults.standard.rx.document(forKey: "documentUrl")
+    /// pickedURLs.compactMap { try? DocumentReference(url: $0) }.bind(to: document).disposed(by: bag)
+    /// document.subscribe(onNext: { try? $0?.withAccess(open) }).disposed(by: bag)
+    /// ```
+    ///
+    /// - Parameter key: The key's name.
+    /// - Returns: The key as a `ControlProperty`.
+    public func document(forKey key: String) -> ControlProperty<DocumentReference?> {
+      let key = DefaultsKey<DocumentReference?>(key)
+      return makeControlProperty(key, lettingGoOf: base) { store, reference in
+        reference.flatMap { store.resolved($0, for: key, system: PlatformDocuments.system) }
+      }
+    }
   }
 
   extension Reactive where Base: DefaultsStore {
@@ -73,14 +97,18 @@
   /// (``HubRegistry/hubLettingGo(of:suiteIsTold:)``); neither keeps the instance.
   ///
   /// - Parameter suiteIsTold: false to make the store as on Apple platforms, where the suite cannot be told (tests).
+  /// - Parameter resolve: What each element is before it is emitted (a remembered document resolved), if anything.
   func makeControlProperty<Value>(
-    _ key: DefaultsKey<Value>, lettingGoOf defaults: UserDefaults, suiteIsTold: Bool = true
+    _ key: DefaultsKey<Value>, lettingGoOf defaults: UserDefaults, suiteIsTold: Bool = true,
+    resolve: (@Sendable (DefaultsStore, Value) -> Value)? = nil
   ) -> ControlProperty<Value> {
     let store = DefaultsStore(hub: HubRegistry.hubLettingGo(of: defaults, suiteIsTold: suiteIsTold))
     let instance = WeakBox(defaults)
     // `UserDefaults.standard` lives as long as the process.
     let lives = defaults === UserDefaults.standard
-    return makeControlProperty(key, store: { instance.object == nil ? nil : store }, owner: { instance.object }) {
+    return makeControlProperty(
+      key, store: { instance.object == nil ? nil : store }, owner: { instance.object }, resolve: resolve
+    ) {
       guard !lives, let defaults = instance.object else { return lives ? .never() : .just(()) }
       #if os(Linux)
         // corelibs' objects report no deallocation: one timer, shared by every such property and running while
@@ -115,7 +143,8 @@
   /// property then never sees its owner go, which must not happen while the store observes it.
   private func makeControlProperty<Value>(
     _ key: DefaultsKey<Value>, store: @escaping @Sendable () -> DefaultsStore?,
-    owner: @escaping @Sendable () -> AnyObject?, ended: @escaping @Sendable () -> Observable<Void>
+    owner: @escaping @Sendable () -> AnyObject?, resolve: (@Sendable (DefaultsStore, Value) -> Value)? = nil,
+    ended: @escaping @Sendable () -> Observable<Void>
   ) -> ControlProperty<Value> {
     let values = Observable<Value>.create { observer in
       guard let current = store() else {
@@ -128,7 +157,14 @@
       let end = ended().take(1).subscribe(
         onNext: { sink.observer.onCompleted() }, onError: { _ in failed.raised.store(true, ordering: .relaxed) })
       let kept = failed.raised.load(ordering: .relaxed) ? owner() : nil
-      let token = current.property(key).observe { sink.observer.onNext($0) }
+      let token = current.property(key).observe { value in
+        // The store through `store()`, not `current`: the observer must not keep it alive.
+        if let resolve, let now = store() {
+          sink.observer.onNext(resolve(now, value))
+        } else {
+          sink.observer.onNext(value)
+        }
+      }
       return Disposables.create {
         token.cancel()
         end.dispose()

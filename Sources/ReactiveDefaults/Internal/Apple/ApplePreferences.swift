@@ -1,8 +1,9 @@
 // Internal/Apple: Apple platforms only. Every file here is inside `#if canImport(Darwin)`: Linux never compiles it
 // (`.ci/run` does not either; the GitHub workflow builds and tests it on macOS and iOS). It holds the key-value
-// observer of a suite (KeyValueObserver), the file stores' folder watch (FolderEvents) and the two calls into Apple's
-// preferences that `UserDefaults`' Swift interface cannot make (ApplePreferences). Check each Apple call against
-// Apple's documentation before changing it.
+// observer of a suite (KeyValueObserver), the file stores' folder watch (FolderEvents), the two calls into Apple's
+// preferences that `UserDefaults`' Swift interface cannot make (ApplePreferences), and remembered documents' bookmarks
+// and security scopes (SecurityScopedBookmarks). Check each Apple call against Apple's documentation before changing
+// it.
 
 #if canImport(Darwin)
   import CoreFoundation

@@ -1,0 +1,190 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import ReactiveDefaults
+
+extension DefaultsKeys {
+  fileprivate static let document = DefaultsKey<DocumentReference?>("document")
+}
+
+/// The decisions of remembered documents, through the in-memory seam (``MemoryDocuments``), on real suites.
+@Suite struct DocumentReferenceTests {
+  private let documents = MemoryDocuments()
+  private let report = URL(fileURLWithPath: "/documents/report.txt")
+
+  private func remembered(_ url: URL, in store: DefaultsStore) throws -> DocumentReference {
+    let reference = try DocumentReference(url: documents.add(url), system: documents)
+    store[.document] = reference
+    return reference
+  }
+
+  @Test func aReferenceIsMadeWithAccessOpenAndStoredWithItsBookmark() throws {
+    let (store, issues) = makeStore()
+    let reference = try remembered(report, in: store)
+    #expect(reference.bookmark != nil)
+    #expect(documents.bookmarksMade == 1)
+    #expect(documents.bookmarksMadeWithoutAccess == 0)
+    #expect(documents.accesses == (1, 1))
+    #expect(store[.document]?.bookmark == reference.bookmark)
+    #expect(store.document(.document, system: documents)?.url == report)
+    #expect(documents.bookmarksMade == 1, "a fresh bookmark is not made again")
+    #expect(issues.values.isEmpty)
+  }
+
+  @Test func aStaleBookmarkIsRenewedAndSavedOnceWithoutTellingObservers() async throws {
+    let (store, issues) = makeStore()
+    let old = try remembered(report, in: store)
+    let seen = Recorder<DocumentReference?>()
+    let token = store.property(.document).observe { seen.append($0) }
+    defer { token.cancel() }
+    documents.makeStale(report)
+
+    let resolved = try #require(store.document(.document, system: documents))
+    #expect(resolved.url == report)
+    #expect(resolved.bookmark != old.bookmark)
+    #expect(documents.bookmarksMade == 2)
+    #expect(documents.bookmarksMadeWithoutAccess == 0)
+    #expect(store[.document]?.bookmark == resolved.bookmark, "the renewed bookmark is stored")
+    // Renewed once: the new bookmark is not stale.
+    _ = store.document(.document, system: documents)
+    _ = store.withAccess(to: .document, system: documents) { _ in }
+    #expect(documents.bookmarksMade == 2)
+
+    // The observers heard nothing of the renewal: the next change they hear is the next document.
+    let other = URL(fileURLWithPath: "/documents/other.txt")
+    store[.document] = try DocumentReference(url: documents.add(other), system: documents)
+    #expect(await seen.wait { $0.last??.url == other })
+    #expect(seen.values.map { $0?.url } == [report, other])
+    #expect(issues.values.isEmpty)
+  }
+
+  @Test func aMovedDocumentIsFollowedAndItsNewPlaceStored() async throws {
+    let (store, _) = makeStore()
+    _ = try remembered(report, in: store)
+    let seen = Recorder<DocumentReference?>()
+    let token = store.property(.document).observe { seen.append($0) }
+    defer { token.cancel() }
+    let moved = URL(fileURLWithPath: "/archive/report.txt")
+    documents.move(report, to: moved)
+    #expect(store.document(.document, system: documents)?.url == moved)
+    #expect(store[.document]?.url == moved)
+    #expect(await seen.wait { $0.last??.url == moved }, "a move is a change: observers learn the new URL")
+    #expect(store.withAccess(to: .document, system: documents) { $0 } == moved)
+  }
+
+  @Test func aDocumentThatIsGoneIsReportedAndReadsAsNilButStaysStored() throws {
+    let (store, issues) = makeStore()
+    let reference = try remembered(report, in: store)
+    documents.remove(report)
+    #expect(store.document(.document, system: documents) == nil)
+    var called = false
+    #expect(store.withAccess(to: .document, system: documents) { _ in called = true } == nil)
+    #expect(!called)
+    #expect(store[.document]?.bookmark == reference.bookmark, "the reference is kept: the volume may come back")
+    let reported = issues.values
+    #expect(reported.count == 2)
+    for issue in reported {
+      guard case .documentUnavailable(let key, let url, let reason) = issue else {
+        Issue.record("unexpected \(issue)")
+        continue
+      }
+      #expect(key == "document")
+      #expect(url == report.absoluteString)
+      #expect(reason.contains("the document is gone"))
+    }
+    #expect(throws: DefaultsError.self) { try reference.withAccess(system: documents) { _ in } }
+    #expect(documents.accesses.opened == documents.accesses.closed)
+  }
+
+  @Test func accessIsClosedWhenTheBodyThrows() throws {
+    struct Failure: Error {}
+    let (store, _) = makeStore()
+    let reference = try remembered(report, in: store)
+    let before = documents.accesses.opened
+    #expect(throws: Failure.self) { try store.withAccess(to: .document, system: documents) { _ in throw Failure() } }
+    #expect(throws: Failure.self) { try reference.withAccess(system: documents) { _ in throw Failure() } }
+    #expect(documents.accesses.opened == before + 2)
+    #expect(documents.accesses.opened == documents.accesses.closed)
+    // A scope the system did not open is not closed either.
+    documents.grantsAccess = false
+    let opened = documents.accesses
+    #expect(try reference.withAccess(system: documents) { $0 } == report)
+    #expect(documents.accesses == opened)
+  }
+
+  @Test func aRenewalThatFailsIsReportedAndTheOldBookmarkKept() throws {
+    let (store, issues) = makeStore()
+    let old = try remembered(report, in: store)
+    documents.makeStale(report)
+    documents.refusesBookmarks = true
+    #expect(store.document(.document, system: documents)?.url == report, "a stale bookmark still opens")
+    #expect(store[.document]?.bookmark == old.bookmark)
+    guard case .documentNotRenewed(let key, _, let reason)? = issues.values.first else {
+      Issue.record("no renewal problem reported: \(issues.values)")
+      return
+    }
+    #expect(key == "document")
+    #expect(reason.contains("refused"))
+    documents.refusesBookmarks = false
+    _ = store.document(.document, system: documents)
+    #expect(store[.document]?.bookmark != old.bookmark, "the next resolution renews it")
+  }
+
+  @Test func aRenewalNeverOverwritesAWriteMadeMeanwhile() throws {
+    let (store, _) = makeStore()
+    _ = try remembered(report, in: store)
+    documents.makeStale(report)
+    let other = documents.add(URL(fileURLWithPath: "/documents/newer.txt"))
+    let newer = try DocumentReference(url: other, system: documents)
+    documents.whileMakingBookmark { store[.document] = newer }
+    _ = store.document(.document, system: documents)
+    documents.whileMakingBookmark(nil)
+    #expect(store[.document]?.url == other)
+    #expect(store[.document]?.bookmark == newer.bookmark)
+  }
+
+  @Test func aReferenceIsRefusedForWhatIsNoDocument() {
+    #expect(throws: DefaultsError.self) {
+      try DocumentReference(url: URL(string: "https://example.com/a.txt")!, system: documents)
+    }
+    #expect(throws: DefaultsError.self) { try DocumentReference(url: report, system: documents) }
+    documents.add(report)
+    documents.refusesBookmarks = true
+    #expect(throws: DefaultsError.self) { try DocumentReference(url: report, system: documents) }
+    #expect(documents.accesses.opened == documents.accesses.closed)
+  }
+
+  /// A key written as a URL (`rx.url(forKey:)`, `DefaultsKey<URL?>`) reads as a reference, which its first resolution
+  /// gives a bookmark.
+  @Test func aStoredURLReadsAsAReferenceAndGainsABookmark() throws {
+    let (store, issues) = makeStore()
+    store[DefaultsKey<URL?>("document")] = documents.add(report)
+    #expect(store[.document] == DocumentReference(url: report, bookmark: nil))
+    #expect(store[.document]?.bookmark == nil)
+    #expect(store.document(.document, system: documents)?.url == report)
+    #expect(store[.document]?.bookmark != nil)
+    #expect(issues.values.isEmpty)
+  }
+
+  @Test func storedForms() throws {
+    let reference = DocumentReference(url: report, bookmark: Data([1, 2]))
+    #expect(
+      try reference.propertyListValue()
+        == .dictionary(["url": .string("file:///documents/report.txt"), "bookmark": .data(Data([1, 2]))]))
+    let stored = try #require(try reference.propertyListValue())
+    #expect(DocumentReference(propertyListValue: stored)?.bookmark == Data([1, 2]))
+    #expect(DocumentReference(propertyListValue: .string("/documents/report.txt"))?.url == report)
+    #expect(DocumentReference(propertyListValue: .string("file:///documents/a/../report.txt"))?.url == report)
+    let refused: [PropertyListValue] = [
+      .dictionary([:]), .dictionary(["url": .string("https://example.com")]),
+      .dictionary(["url": .string("file:///a"), "bookmark": .string("x")]), .string("https://example.com"),
+      .integer(1), .string("relative"),
+    ]
+    for value in refused { #expect(DocumentReference(propertyListValue: value) == nil, "\(value)") }
+    let (store, issues) = makeStore()
+    store.userDefaults.set("https://example.com", forKey: "document")
+    #expect(store[.document] == nil)
+    #expect(issues.values.count == 1)
+  }
+}
