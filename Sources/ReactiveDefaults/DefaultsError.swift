@@ -89,8 +89,8 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
   ///   - reason: Why it cannot be found.
   case documentUnavailable(key: String, url: String, reason: String)
 
-  /// A remembered document's stale bookmark could not be made again: the document opened through the old one, which
-  /// stays stored, and the next resolution tries again.
+  /// A remembered document's bookmark could not be made again (a stale one renewed, or a first one for a reference
+  /// stored as a URL): the document opened as stored, which stays stored, and the next resolution tries again.
   ///
   /// - Parameters:
   ///   - key: The key's name.
@@ -137,8 +137,8 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
       (key.isEmpty ? "The document \(url)" : "The document remembered under '\(key)' (\(url))")
         + " is not available: \(reason)." + (key.isEmpty ? "" : " The key reads as nil until it is found again.")
     case .documentNotRenewed(let key, let url, let reason):
-      "The stale bookmark of the document remembered under '\(key)' (\(url)) could not be renewed: \(reason). "
-        + "The document opened through the old one, which is kept; the next resolution tries again."
+      "The bookmark of the document remembered under '\(key)' (\(url)) could not be made again: \(reason). "
+        + "The document opened as stored, which is kept; the next resolution tries again."
     }
   }
 }

@@ -2,7 +2,8 @@ public import Foundation
 
 extension DefaultsStore {
   /// The document remembered under `key`, resolved: at its current URL, with a stale bookmark renewed and saved (the
-  /// key's observers are not told: the document did not change, unless it moved, when they receive its new URL).
+  /// key's observers are not told: the document did not change, unless it moved, when they receive its new URL). A
+  /// renewal is written only if the key still holds the reference it renews.
   ///
   /// ```swift
   /// if let document = store.document(.lastDocument) { title = document.url.lastPathComponent }
@@ -64,8 +65,9 @@ extension DefaultsStore {
     }
   }
 
-  /// Writes the renewed reference if the key still holds the one it renews (same URL, same bookmark): a write made
-  /// meanwhile wins.
+  /// Writes the renewed reference through a transaction that checks that the key still holds the reference it renews
+  /// (same URL, same bookmark). Inside an edit of this suite on this thread (a resolution from an edit's body, or from
+  /// a callback of a write), the renewal is left to the next resolution.
   private func saveRenewal(
     _ renewed: DocumentReference, of reference: DocumentReference, for key: DefaultsKey<DocumentReference?>
   ) {
@@ -76,10 +78,12 @@ extension DefaultsStore {
         }
         try transaction.set(renewed, for: key)
       }
+    } catch DefaultsError.reentrantEdit {
+      return
     } catch let error as DefaultsError {
-      report(error)
+      hub.announce(error)
     } catch {
-      report(.documentNotRenewed(key: key.name, url: renewed.url.absoluteString, reason: "\(error)"))
+      hub.announce(.documentNotRenewed(key: key.name, url: renewed.url.absoluteString, reason: "\(error)"))
     }
   }
 }

@@ -24,8 +24,10 @@ public import Foundation
 /// that is gone) is reported as ``DefaultsError/documentUnavailable(key:url:reason:)`` and reads as `nil`.
 ///
 /// A key holding a URL (the form `UserDefaults.url(forKey:)` reads, as `rx.url(forKey:)` stored it) reads as a
-/// reference to that file: the first resolution gives it a bookmark. Two references are equal when they name the same
-/// file URL, so a renewed bookmark is not a change.
+/// reference to that file; its first resolution gives it a bookmark where the app can open the file without a scope
+/// (Linux, a Mac app outside the sandbox, a file in the app's container; a picked URL stored alone has lost its scope
+/// at the next launch, and reads as unavailable). Two references are equal when they name the same file URL, so a
+/// renewed bookmark is not a change.
 ///
 /// Stored as a dictionary: `url` (the file URL's text) and, on Apple platforms, `bookmark` (data).
 public struct DocumentReference: DefaultsValue, Hashable, CustomStringConvertible {
@@ -117,7 +119,9 @@ public struct DocumentReference: DefaultsValue, Hashable, CustomStringConvertibl
   public init?(propertyListValue: PropertyListValue) {
     switch propertyListValue {
     case .dictionary(let entries):
-      guard case .string(let text)? = entries["url"], let url = URL(string: text), url.isFileURL else { return nil }
+      guard case .string(let text)? = entries["url"], let url = URL(propertyListValue: .string(text)),
+        Self.isLocalFile(url)
+      else { return nil }
       var bookmark: Data?
       switch entries["bookmark"] {
       case nil: bookmark = nil
@@ -126,8 +130,15 @@ public struct DocumentReference: DefaultsValue, Hashable, CustomStringConvertibl
       }
       self.init(url: url.standardizedFileURL, bookmark: bookmark)
     default:
-      guard let url = URL(propertyListValue: propertyListValue), url.isFileURL else { return nil }
+      guard let url = URL(propertyListValue: propertyListValue), Self.isLocalFile(url) else { return nil }
       self.init(url: url.standardizedFileURL, bookmark: nil)
     }
+  }
+
+  /// A file URL of this machine (`file:///…` or `file://localhost/…`): another host's file is not one to open.
+  private static func isLocalFile(_ url: URL) -> Bool {
+    guard url.isFileURL else { return false }
+    let host = url.host ?? ""
+    return host.isEmpty || host == "localhost"
   }
 }

@@ -120,8 +120,10 @@
       let file = URL(fileURLWithPath: NSTemporaryDirectory() + "picked-\(UUID().uuidString).txt")
       try Data("chosen".utf8).write(to: file)
       defer { try? FileManager.default.removeItem(at: file) }
+      let instance = UserDefaults(suiteName: suite)!
+      defer { instance.removePersistentDomain(forName: suite) }
       let picked = PublishSubject<URL>()
-      let document = UserDefaults(suiteName: suite)!.rx.document(forKey: "documentUrl")
+      let document = instance.rx.document(forKey: "documentUrl")  // holds the instance weakly
       let binding = picked.compactMap { try? DocumentReference(url: $0) }.bind(to: document)
       let seen = Collected<DocumentReference?>()
       let subscription = document.subscribe(onNext: { seen.append($0) })
@@ -146,9 +148,12 @@
       let gone = Collected<DocumentReference?>()
       let third = defaults.rx.document(forKey: "documentUrl").subscribe(onNext: { gone.append($0) })
       #expect(await gone.wait { $0 == [nil] })
-      #expect(await issues.wait { $0.count == 1 })
+      if isLinux {
+        // (On Apple platforms the library cannot tell a suite instance's name: the property's store is its own.)
+        #expect(await issues.wait { $0.count == 1 })
+      }
       third.dispose()
-      withExtendedLifetime(store) {}
+      withExtendedLifetime((store, instance)) {}
     }
 
     @Test func aWriteThroughTheCoreAPIReachesTheControlProperty() async {

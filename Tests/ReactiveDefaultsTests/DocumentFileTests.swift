@@ -71,6 +71,7 @@ extension DefaultsKeys {
   }
 
   @Test func whatIsNoFileIsRefused() {
+    defer { try? FileManager.default.removeItem(at: folder) }
     #expect(throws: DefaultsError.self) { try DocumentReference(url: URL(string: "https://example.com/doc")!) }
     #expect(throws: DefaultsError.self) {
       try DocumentReference(url: folder.appendingPathComponent("never-made.txt"))

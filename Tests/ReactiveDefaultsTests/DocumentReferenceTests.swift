@@ -144,6 +144,57 @@ extension DefaultsKeys {
     #expect(store[.document]?.bookmark == newer.bookmark)
   }
 
+  /// The same file picked again while a renewal runs (a new bookmark, an equal reference): the pick wins.
+  @Test func aRenewalNeverOverwritesTheSameFilePickedAgainMeanwhile() throws {
+    let (store, _) = makeStore()
+    _ = try remembered(report, in: store)
+    documents.makeStale(report)
+    let picked = Recorder<DocumentReference>()
+    let (documents, report) = (documents, report)
+    documents.whileMakingBookmark {
+      documents.whileMakingBookmark(nil)
+      guard let again = try? DocumentReference(url: report, system: documents) else { return }
+      picked.append(again)
+      store[.document] = again
+    }
+    _ = store.document(.document, system: documents)
+    let again = try #require(picked.values.first)
+    #expect(store[.document]?.bookmark == again.bookmark)
+  }
+
+  /// A resolution from inside an edit of the suite cannot write its renewal there: it is left, quietly, to the next
+  /// resolution.
+  @Test(.timeLimit(.minutes(1))) func aResolutionInsideAnEditLeavesTheRenewalToTheNextOne() throws {
+    let (store, issues) = makeStore()
+    let old = try remembered(report, in: store)
+    documents.makeStale(report)
+    try store.edit { _ in
+      #expect(store.document(.document, system: documents)?.url == report)
+    }
+    #expect(store[.document]?.bookmark == old.bookmark)
+    #expect(issues.values.isEmpty, "\(issues.values)")
+    _ = store.document(.document, system: documents)
+    #expect(store[.document]?.bookmark != old.bookmark)
+  }
+
+  /// Threads resolving one stale reference at once: one renewal is stored, and it is not stale.
+  @Test func threadsResolvingAStaleReferenceAtOnceStoreOneRenewal() async throws {
+    let (store, issues) = makeStore()
+    let old = try remembered(report, in: store)
+    documents.makeStale(report)
+    let documents = documents
+    await onThreadsOfTheirOwn(4) { _ in
+      for _ in 0..<20 { _ = store.document(.document, system: documents) }
+    }
+    let stored = try #require(store[.document])
+    #expect(stored.bookmark != old.bookmark)
+    let made = documents.bookmarksMade
+    _ = store.document(.document, system: documents)
+    #expect(documents.bookmarksMade == made, "the stored renewal is not stale")
+    #expect(documents.accesses.opened == documents.accesses.closed)
+    #expect(issues.values.isEmpty)
+  }
+
   @Test func aReferenceIsRefusedForWhatIsNoDocument() {
     #expect(throws: DefaultsError.self) {
       try DocumentReference(url: URL(string: "https://example.com/a.txt")!, system: documents)

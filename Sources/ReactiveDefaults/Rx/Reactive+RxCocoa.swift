@@ -46,8 +46,10 @@
     /// security-scoped: at the next launch the URL stored by ``url(forKey:)`` no longer opens; a bookmark does).
     ///
     /// Each element is resolved as ``DefaultsStore/document(_:)`` resolves it: at the document's current URL, a stale
-    /// bookmark renewed and saved; `nil` when the document cannot be found (reported to the suite's stores'
-    /// `issueHandler`). A key that holds a URL (as ``url(forKey:)`` stored it) reads as a reference to that file.
+    /// bookmark renewed and saved; `nil` when the document cannot be found (reported to the `issueHandler` of the suite's
+    /// stores where the library can tell the instance's suite: on Linux, and for `UserDefaults.standard`). Each
+    /// distinct document is emitted once: a renewal is not emitted again. A key that holds a URL (as ``url(forKey:)``
+    /// stored it) reads as a reference to that file.
     /// It holds the instance weakly, as ``default(forKey:)`` does.
     ///
     /// ```swift
@@ -59,10 +61,35 @@
     /// - Parameter key: The key's name.
     /// - Returns: The key as a `ControlProperty`.
     public func document(forKey key: String) -> ControlProperty<DocumentReference?> {
-      let key = DefaultsKey<DocumentReference?>(key)
-      return makeControlProperty(key, lettingGoOf: base) { store, reference in
-        reference.flatMap { store.resolved($0, for: key, system: PlatformDocuments.system) }
+      let typed = DefaultsKey<DocumentReference?>(key)
+      // Observed by stored form, bookmark included (`StoredDocument` is not `Equatable`): a new bookmark of the same
+      // file, picked again after its document was gone, is heard. What is emitted is resolved, and emitted once per
+      // distinct document: a renewal saved by a resolution, or two references that both resolve to nothing, are not
+      // emitted again.
+      let stored = DefaultsKey<StoredDocument?>(key)
+      let property = makeControlProperty(typed, lettingGoOf: base) { store, emit in
+        store.property(stored).observe { [weak store] raw in
+          guard let store else { return }
+          emit(raw.flatMap { store.resolved($0.reference, for: typed, system: PlatformDocuments.system) })
+        }
       }
+      return ControlProperty(
+        values: property.asObservable().distinctUntilChanged { $0?.url == $1?.url }, valueSink: property)
+    }
+  }
+
+  /// A remembered document as observers of its stored form see it: not `Equatable`, so that the hub compares stored
+  /// forms (the bookmark included) to decide what is a change.
+  struct StoredDocument: DefaultsValue {
+    let reference: DocumentReference
+
+    init?(propertyListValue: PropertyListValue) {
+      guard let reference = DocumentReference(propertyListValue: propertyListValue) else { return nil }
+      self.reference = reference
+    }
+
+    func propertyListValue() throws -> PropertyListValue? {
+      try reference.propertyListValue()
     }
   }
 
@@ -97,17 +124,18 @@
   /// (``HubRegistry/hubLettingGo(of:suiteIsTold:)``); neither keeps the instance.
   ///
   /// - Parameter suiteIsTold: false to make the store as on Apple platforms, where the suite cannot be told (tests).
-  /// - Parameter resolve: What each element is before it is emitted (a remembered document resolved), if anything.
+  /// - Parameter observing: How a subscription observes the store and emits (a remembered document: its stored form,
+  ///   resolved); nil for the key's own observer.
   func makeControlProperty<Value>(
     _ key: DefaultsKey<Value>, lettingGoOf defaults: UserDefaults, suiteIsTold: Bool = true,
-    resolve: (@Sendable (DefaultsStore, Value) -> Value)? = nil
+    observing: Observing<Value>? = nil
   ) -> ControlProperty<Value> {
     let store = DefaultsStore(hub: HubRegistry.hubLettingGo(of: defaults, suiteIsTold: suiteIsTold))
     let instance = WeakBox(defaults)
     // `UserDefaults.standard` lives as long as the process.
     let lives = defaults === UserDefaults.standard
     return makeControlProperty(
-      key, store: { instance.object == nil ? nil : store }, owner: { instance.object }, resolve: resolve
+      key, store: { instance.object == nil ? nil : store }, owner: { instance.object }, observing: observing
     ) {
       guard !lives, let defaults = instance.object else { return lives ? .never() : .just(()) }
       #if os(Linux)
@@ -143,7 +171,7 @@
   /// property then never sees its owner go, which must not happen while the store observes it.
   private func makeControlProperty<Value>(
     _ key: DefaultsKey<Value>, store: @escaping @Sendable () -> DefaultsStore?,
-    owner: @escaping @Sendable () -> AnyObject?, resolve: (@Sendable (DefaultsStore, Value) -> Value)? = nil,
+    owner: @escaping @Sendable () -> AnyObject?, observing: Observing<Value>? = nil,
     ended: @escaping @Sendable () -> Observable<Void>
   ) -> ControlProperty<Value> {
     let values = Observable<Value>.create { observer in
@@ -157,14 +185,8 @@
       let end = ended().take(1).subscribe(
         onNext: { sink.observer.onCompleted() }, onError: { _ in failed.raised.store(true, ordering: .relaxed) })
       let kept = failed.raised.load(ordering: .relaxed) ? owner() : nil
-      let token = current.property(key).observe { value in
-        // The store through `store()`, not `current`: the observer must not keep it alive.
-        if let resolve, let now = store() {
-          sink.observer.onNext(resolve(now, value))
-        } else {
-          sink.observer.onNext(value)
-        }
-      }
+      let emit: @Sendable (Value) -> Void = { sink.observer.onNext($0) }
+      let token = observing?(current, emit) ?? current.property(key).observe(emit)
       return Disposables.create {
         token.cancel()
         end.dispose()
@@ -180,6 +202,9 @@
     }
     return ControlProperty(values: values, valueSink: valueSink)
   }
+
+  /// How a subscription of a `ControlProperty` observes its store: registers what calls `emit`, and returns its token.
+  typealias Observing<Value> = @Sendable (DefaultsStore, @escaping @Sendable (Value) -> Void) -> DefaultsObservation
 
   /// An object held weakly, shared by the closures of one `ControlProperty`. (A class box: `weak let`, SE-0481,
   /// needs Swift 6.2, and the package promises 6.1.)

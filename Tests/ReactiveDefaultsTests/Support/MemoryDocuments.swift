@@ -19,6 +19,8 @@ final class MemoryDocuments: DocumentSystem {
     var bookmarksMade = 0
     var opened = 0
     var closed = 0
+    /// Accesses open now, by URL.
+    var open: [URL: Int] = [:]
     var bookmarksMadeWithoutAccess = 0
     var refusesBookmarks = false
     var grantsAccess = true
@@ -89,11 +91,12 @@ final class MemoryDocuments: DocumentSystem {
     action?()
     return try state.withLock { state in
       guard !state.refusesBookmarks else { throw DocumentProblem("the system refused the bookmark") }
+      let url = url.standardizedFileURL
       guard let id = state.documents.first(where: { $0.value.exists && $0.value.url == url })?.key else {
         throw DocumentProblem("no such document")
       }
       state.bookmarksMade += 1
-      if state.opened == state.closed { state.bookmarksMadeWithoutAccess += 1 }
+      if state.open[url.standardizedFileURL, default: 0] == 0 { state.bookmarksMadeWithoutAccess += 1 }
       return Data("bookmark \(id) \(state.generation) \(state.bookmarksMade)".utf8)
     }
   }
@@ -117,11 +120,15 @@ final class MemoryDocuments: DocumentSystem {
     state.withLock { state in
       guard state.grantsAccess else { return false }
       state.opened += 1
+      state.open[url.standardizedFileURL, default: 0] += 1
       return true
     }
   }
 
   func stopAccess(_ url: URL) {
-    state.withLock { $0.closed += 1 }
+    state.withLock { state in
+      state.closed += 1
+      state.open[url.standardizedFileURL, default: 0] -= 1
+    }
   }
 }

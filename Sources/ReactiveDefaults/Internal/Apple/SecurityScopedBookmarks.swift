@@ -32,21 +32,24 @@
     /// A sandboxed Mac app (macOS, Mac Catalyst) needs security-scoped bookmarks (and the
     /// `com.apple.security.files.bookmarks.app-scope` entitlement): plain ones carry an implicit scope that lasts until
     /// the Mac restarts at most. An app outside the sandbox makes plain ones (a security-scoped one fails there), which
-    /// open without a scope. Resolution never shows UI (an Rx property resolves its first element on the main thread),
+    /// open without a scope. Resolution never shows UI nor mounts a volume (it runs on the thread that reads: an Rx
+    /// property resolves its first element on the main thread; a volume that is gone is reported as unavailable),
     /// and a plain bookmark's resolution must not open the URL's access itself, which nothing would close:
     /// `startAccess` does, and `stopAccess` closes it.
     private static let isSandboxed = ProcessInfo.processInfo.environment["APP_SANDBOX_CONTAINER_ID"] != nil
-    private static let plainResolution: URL.BookmarkResolutionOptions = [.withoutImplicitStartAccessing, .withoutUI]
+    private static let plainResolution: URL.BookmarkResolutionOptions = [
+      .withoutImplicitStartAccessing, .withoutUI, .withoutMounting,
+    ]
 
     #if os(macOS)
       private static var creationOptions: URL.BookmarkCreationOptions { isSandboxed ? [.withSecurityScope] : [] }
       private static var resolutionOptions: URL.BookmarkResolutionOptions {
-        isSandboxed ? [.withSecurityScope, .withoutUI] : plainResolution
+        isSandboxed ? [.withSecurityScope, .withoutUI, .withoutMounting] : plainResolution
       }
     #elseif targetEnvironment(macCatalyst)
       private static var creationOptions: URL.BookmarkCreationOptions { isSandboxed ? [.withSecurityScope] : [] }
       private static var resolutionOptions: URL.BookmarkResolutionOptions {
-        isSandboxed ? [.withSecurityScope, .withoutUI] : plainResolution
+        isSandboxed ? [.withSecurityScope, .withoutUI, .withoutMounting] : plainResolution
       }
     #else
       /// iOS, iPadOS, visionOS, tvOS, watchOS: the document's scope is implicit in the bookmark, made while the URL's

@@ -79,7 +79,14 @@ enum DocumentResolution {
     if let bookmark = reference.bookmark {
       do {
         if let resolved = try system.resolveBookmark(bookmark) {
-          (url, needsBookmark, resolvedByBookmark) = (resolved.url, resolved.isStale, true)
+          // The same file, spelled otherwise (macOS resolves `/var/…` to `/private/var/…`): the stored spelling stays,
+          // so that a renewal is no change for observers.
+          let same =
+            resolved.url.standardizedFileURL == url
+            || resolved.url.resolvingSymlinksInPath() == url.resolvingSymlinksInPath()
+          (url, needsBookmark, resolvedByBookmark) = (
+            same ? url : resolved.url.standardizedFileURL, resolved.isStale, true
+          )
         } else {
           // A bookmark this platform cannot read (a suite copied from an Apple platform to Linux): kept as it is.
           needsBookmark = false
