@@ -12,7 +12,11 @@ let package = Package(
   targets: [
     .executableTarget(
       name: "rdefaults-bench",
-      dependencies: [.product(name: "ReactiveDefaults", package: root.lastPathComponent)]
+      dependencies: [
+        .product(name: "ReactiveDefaults", package: root.lastPathComponent),
+        // Built beside the benchmark, which times the tool's `import` and `export` as whole processes.
+        .product(name: "rdefaults", package: root.lastPathComponent),
+      ]
     )
   ],
   swiftLanguageModes: [.v6]

@@ -1,27 +1,42 @@
 import Dispatch
 import Foundation
-import ReactiveDefaults
+@_spi(Tools) import ReactiveDefaults
 import Synchronization
 
 #if canImport(Glibc)
   import Glibc
 #endif
 
-/// From a child process's save of a new value to the observer callback here.
+/// From the moment a child process's save of a new value is complete on disk to the observer callback here.
+///
+/// Both ends read the one clock every process shares (`CLOCK_MONOTONIC`): the child reports the time its save's rename
+/// returned (the library records it: ``DefaultsStore/lastSaveCommittedNanoseconds``), not the time its `flush()`
+/// returned, which also waits for the folder's `fsync` after the file's lock is released, so the observer here could
+/// run before it and a latency came out negative.
 enum CrossProcess {
   static let key = DefaultsKey<Int>("value", default: 0)
 
-  /// The child: writes each number read from stdin, saves, and answers with the time the save finished (`file`: the
-  /// target is a file store's path).
+  /// The child: writes each number read from stdin, saves, and answers with the time that save was complete on disk
+  /// (`file`: the target is a file store's path).
   static func runChild(suite: String, file: Bool = false) -> Never {
     let store = file ? DefaultsStore(fileURL: URL(fileURLWithPath: suite))! : DefaultsStore(suiteName: suite)!
     while let line = readLine() {
       guard let value = Int(line) else { break }
       store[key] = value
       store.flush()
-      FileHandle.standardOutput.write(Data("\(DispatchTime.now().uptimeNanoseconds)\n".utf8))
+      // Where the library does not write the file itself (a suite on Apple platforms, written by the preferences
+      // daemon), the moment `flush()` returned.
+      let committed = store.lastSaveCommittedNanoseconds ?? now()
+      FileHandle.standardOutput.write(Data("\(committed)\n".utf8))
     }
     exit(0)
+  }
+
+  /// The monotonic clock every process shares, in nanoseconds (the one the library stamps saves with).
+  static func now() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
   }
 
   /// Latencies in milliseconds: until the observer callback here (`observed`), or until a store with no observer,
@@ -38,7 +53,7 @@ enum CrossProcess {
     let token: DefaultsObservation?
     if observed {
       token = store.property(key).observe(initial: false) { value in
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = CrossProcess.now()
         arrivals.withLock { $0[value] = now }
         arrived.signal()
       }
@@ -49,7 +64,7 @@ enum CrossProcess {
         while reading.load(ordering: .relaxed) {
           let value = store[key]
           guard value != last else { continue }
-          let now = DispatchTime.now().uptimeNanoseconds
+          let now = CrossProcess.now()
           last = value
           arrivals.withLock { $0[value] = now }
           arrived.signal()

@@ -71,23 +71,7 @@ enum Growth {
   /// The time of one new process that opens `target` one way (``runColdOpenChild(_:suite:)``), reads one key and
   /// exits: `posix_spawn` to `waitpid`.
   static func timeColdOpen(_ way: String, target: String) throws -> Double {
-    let executable = try executablePath()
-    // The environment as `KEY=value` strings (Glibc's `environ` is not Darwin's).
-    var environment = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { environment.forEach { free($0) } }
-    var pid = pid_t()
-    let arguments = [executable, "--cold-open", way, target]
-    var argv = arguments.map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    let elapsed = try ContinuousClock().measure {
-      guard posix_spawn(&pid, executable, nil, nil, &argv, &environment) == 0 else {
-        throw BenchmarkError("cannot start \(executable)")
-      }
-      var status: Int32 = 0
-      while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-      guard status == 0 else { throw BenchmarkError("the \(way) child failed (status \(status))") }
-    }
-    return nanoseconds(elapsed)
+    try timeProcess([try executablePath(), "--cold-open", way, target], what: "the \(way) child")
   }
 
   /// A new process that creates a store over a 10,000-key suite and reads one key ÷ a new process that makes a plain

@@ -1,12 +1,23 @@
 import Foundation
 @_spi(Tools) import ReactiveDefaults
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// How hard to measure.
 struct Settings {
   var quick = false
   var jsonPath: String?
   /// Where `--chart` writes the growth chart (an SVG), if asked.
   var chartPath: String?
+  /// `--only`: the metrics to measure (a scenario runs when it reports one of them); nil measures every one.
+  var only: Set<String>?
+
+  /// Whether a scenario that reports any of `metrics` runs.
+  func wants(_ metrics: String...) -> Bool {
+    only.map { !$0.isDisjoint(with: metrics) } ?? true
+  }
   var rounds: Int { quick ? 5 : 11 }
 }
 
@@ -73,6 +84,26 @@ func residentBytes() -> Int {
   #else
     return 0
   #endif
+}
+
+/// The time of one new process, `posix_spawn` to `waitpid`, started with `arguments` (the first: the executable's
+/// path) and this process's environment; it must exit with 0 (`what` names it in the error).
+func timeProcess(_ arguments: [String], what: String) throws -> Double {
+  // The environment as `KEY=value` strings (Glibc's `environ` is not Darwin's).
+  var environment = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+  defer { environment.forEach { free($0) } }
+  var argv = arguments.map { strdup($0) } + [nil]
+  defer { argv.forEach { free($0) } }
+  var pid = pid_t()
+  let elapsed = try ContinuousClock().measure {
+    guard posix_spawn(&pid, arguments[0], nil, nil, &argv, &environment) == 0 else {
+      throw BenchmarkError("cannot start \(arguments[0])")
+    }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    guard status == 0 else { throw BenchmarkError("\(what) failed (status \(status))") }
+  }
+  return nanoseconds(elapsed)
 }
 
 /// This executable, to start a child of the same program.
