@@ -8,7 +8,7 @@ enum ImportExport {
 
   /// `import` ÷ Python and `export` ÷ Python; nil when `python3` cannot be found (the fields are then n/a).
   static func measure(_ settings: Settings) throws -> (import: Comparison, export: Comparison)? {
-    guard let python = python3() else { return nil }
+    guard let pythonPath = python3() else { return nil }
     let tool = try rdefaultsPath()
     let folder = scratchFolder() + "/import-export-\(ProcessInfo.processInfo.processIdentifier)"
     try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -22,9 +22,9 @@ enum ImportExport {
       + "with open(sys.argv[2], 'wb') as f: plistlib.dump(d, f)\n"
 
     var domains: [String] = []
-    defer { domains.forEach(cleanUp) }
+    defer { domains.forEach(removeUnloadedSuite) }
     func python() throws -> Double {
-      try timeProcess([python, "-c", script, source, folder + "/python.plist"], what: "python3")
+      try timeProcess([pythonPath, "-c", script, source, folder + "/python.plist"], what: "python3")
     }
     /// An import into a new domain each time (the tool's main case: a domain restored or copied elsewhere).
     func importing() throws -> Double {
@@ -71,4 +71,16 @@ enum ImportExport {
     }
     return path.path
   }
+}
+
+/// Removes a suite this process never loaded: its files only. (corelibs' `removePersistentDomain(forName:)` loads the
+/// domain, then removes its keys one at a time, each a scan of the list of changed keys: hours for 100,000 keys.)
+private func removeUnloadedSuite(_ suite: String) {
+  #if os(Linux)
+    for suffix in ["", ".lock"] {
+      try? FileManager.default.removeItem(atPath: preferencesFolder() + "/\(suite).plist" + suffix)
+    }
+  #else
+    cleanUp(suite)
+  #endif
 }
