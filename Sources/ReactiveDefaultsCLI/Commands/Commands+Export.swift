@@ -16,6 +16,9 @@ extension Commands {
     guard !path.isEmpty else {
       throw RDefaults.usage("the file name is empty; name a file, or '-' for standard output.", command: "export")
     }
+    let progress = WorkProgress(.exported)
+    defer { progress.finish() }
+    progress.update(.reading)
     // A suite's file as saved, read once under its lock, without opening a store: the open loads the suite into
     // corelibs and builds its merged view, most of an export of 100,000 keys. (A file that cannot be read that way,
     // and a domain with no file, go through the store, which reports them as every command does.)
@@ -33,14 +36,21 @@ extension Commands {
         throw Failure(message: "\(error)", hint: nil, code: .failure)
       }
     }
+    progress.counted(entries.count)
     // The library's encoder, not PropertyListSerialization: corelibs' `persistentDomain(forName:)` would merge keys
     // that differ only by Unicode normalization.
-    let data = DefaultsStore.xmlPropertyList(entries)
+    let data = DefaultsStore.reportingProgress({ phase, done, total in
+      progress.update(.library(phase), done: done, of: total)
+    }) { DefaultsStore.xmlPropertyList(entries) }
+    progress.update(.library(.writing))
     if path == "-" {
+      // The line goes before the export does: standard output may be the same terminal.
+      progress.finish()
       RDefaults.writeAll(data, to: STDOUT_FILENO)
     } else {
       try writeExport(data, to: path)
     }
+    progress.succeeded()
   }
 
   /// Writes an export: a regular file (or a new one) is replaced atomically; anything else (a symbolic link, a

@@ -14,7 +14,7 @@ extension Commands {
     try words.expect(2...2, "'import' needs a domain and a file")
     let (domain, path) = (words.positional[0], words.positional[1])
     let store = try openStore(domain, command: "import", reading: false)
-    let progress = ImportProgress()
+    let progress = WorkProgress(.imported)
     defer { progress.finish() }
     guard !path.isEmpty else {
       throw RDefaults.usage("the file name is empty; name a file, or '-' for standard input.", command: "import")

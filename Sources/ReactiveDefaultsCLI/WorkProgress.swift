@@ -9,13 +9,19 @@ import Synchronization
   import Darwin
 #endif
 
-/// A progress line on standard error for an import that takes more than a second, when standard error is a
-/// terminal: one line, updated in place twice a second, with the phase, the share done, the keys per second and the
-/// time left for the phases that count keys (merging, encoding), and the time spent so far for those that cannot
+/// A progress line on standard error for an import or export that takes more than a second, when standard error is
+/// a terminal: one line, updated in place twice a second, with the phase, the share done, the keys per second and
+/// the time left for the phases that count keys (merging, encoding), and the time spent so far for those that cannot
 /// (reading, parsing, sorting, writing, loading). Nothing of it when standard error is not a terminal.
 /// `RDEFAULTS_PROGRESS_AFTER` (seconds, default 1) sets when the line first shows.
-final class ImportProgress: Sendable {
-  /// What the import is doing.
+final class WorkProgress: Sendable {
+  /// The command whose work is shown: it names the last line ("Imported 3 keys.").
+  enum Work: String, Sendable {
+    case imported = "Imported"
+    case exported = "Exported"
+  }
+
+  /// What the command is doing.
   enum Phase: Sendable, Equatable {
     case reading
     case parsing
@@ -42,12 +48,15 @@ final class ImportProgress: Sendable {
     var keys: Int?
     var succeeded = false
     var shown = false
+    var finished = false
   }
 
+  private let work: Work
   private let state = Mutex(State())
   private let timer = Mutex<(any DispatchSourceTimer)?>(nil)
 
-  init() {
+  init(_ work: Work) {
+    self.work = work
     guard isatty(STDERR_FILENO) == 1 else { return }
     let after = ProcessInfo.processInfo.environment["RDEFAULTS_PROGRESS_AFTER"].flatMap(Double.init) ?? 1
     timer.withLock { timer in
@@ -59,7 +68,7 @@ final class ImportProgress: Sendable {
     }
   }
 
-  /// The import is now in `phase`, `done` of `total` units into it (0 in all: it cannot count).
+  /// The work is now in `phase`, `done` of `total` units into it (0 in all: it cannot count).
   func update(_ phase: Phase, done: Int = 0, of total: Int = 0) {
     state.withLock { state in
       if state.phase != phase {
@@ -70,23 +79,25 @@ final class ImportProgress: Sendable {
     }
   }
 
-  /// The number of keys imported, once known.
+  /// The number of keys imported or exported, once known.
   func counted(_ keys: Int) {
     state.withLock { $0.keys = keys }
   }
 
-  /// The import succeeded.
+  /// The work succeeded.
   func succeeded() {
     state.withLock { $0.succeeded = true }
   }
 
+  /// Shows the line (written under the state's lock, so that no line can follow ``finish()``'s).
   private func show() {
-    let line = state.withLock { state -> String in
+    state.withLock { state in
+      guard !state.finished else { return }
       state.shown = true
       let seconds = Double(DispatchTime.now().uptimeNanoseconds - state.phaseStart.uptimeNanoseconds) / 1e9
-      return Self.line(state.phase, done: state.done, of: state.total, seconds: seconds)
+      let line = Self.line(state.phase, done: state.done, of: state.total, seconds: seconds)
+      RDefaults.writeAll(Data(("\r\u{1B}[K" + line).utf8), to: STDERR_FILENO)
     }
-    RDefaults.writeAll(Data(("\r\u{1B}[K" + line).utf8), to: STDERR_FILENO)
   }
 
   /// The progress line of a phase `seconds` into it: the share done, the rate and the time left when it counts
@@ -99,12 +110,15 @@ final class ImportProgress: Sendable {
       + "\(Int(left.rounded(.up))) s left"
   }
 
-  /// Stops the line, ending it with the outcome if it was shown.
+  /// Stops the line, ending it with the outcome if it was shown (once: a second call shows nothing).
   func finish() {
     timer.withLock { $0 }?.cancel()
-    let state = state.withLock { $0 }
-    guard state.shown else { return }
-    let last = state.succeeded ? "Imported \(state.keys ?? 0) keys.\n" : ""
-    RDefaults.writeAll(Data(("\r\u{1B}[K" + last).utf8), to: STDERR_FILENO)
+    state.withLock { state in
+      guard !state.finished else { return }
+      state.finished = true
+      guard state.shown else { return }
+      let last = state.succeeded ? "\(work.rawValue) \(state.keys ?? 0) keys.\n" : ""
+      RDefaults.writeAll(Data(("\r\u{1B}[K" + last).utf8), to: STDERR_FILENO)
+    }
   }
 }
