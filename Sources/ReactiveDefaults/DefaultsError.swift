@@ -98,6 +98,24 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
   ///   - reason: What the system answered.
   case documentNotRenewed(key: String, url: String, reason: String)
 
+  /// A synced key's write was not pushed: the remote's limits refuse it (``DefaultsRemoteLimits``). The value stays
+  /// in the store; the next write of the key is tried again.
+  ///
+  /// - Parameters:
+  ///   - key: The key's name.
+  ///   - reason: Which limit it passes.
+  case syncRefused(key: String, reason: String)
+
+  /// iCloud reported that the app's key-value storage is over its quota: its last pushes may not have reached the
+  /// server. The values stay in the store.
+  case syncQuotaExceeded
+
+  /// The sync could not read or write its remote or its own state (the folder cannot be written, the store cannot be
+  /// saved); it tries again at the next change.
+  ///
+  /// - Parameter reason: What failed.
+  case syncFailed(reason: String)
+
   /// A readable explanation, with what to do about it.
   public var description: String {
     switch self {
@@ -139,6 +157,14 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
     case .documentNotRenewed(let key, let url, let reason):
       "The bookmark of the document remembered under '\(key)' (\(url)) could not be made again: \(reason). "
         + "The document opened as stored, which is kept; the next resolution tries again."
+    case .syncRefused(let key, let reason):
+      "The write of synced key '\(key)' was not pushed: \(reason). The value stays on this device; shorten the "
+        + "key or keep the value in a file."
+    case .syncQuotaExceeded:
+      "iCloud's key-value storage of this app is over its quota: its last changes may not reach other devices. "
+        + "Sync fewer or smaller values."
+    case .syncFailed(let reason):
+      "The sync failed: \(reason). It tries again at the next change."
     }
   }
 }

@@ -120,10 +120,10 @@ extension DefaultsError {
     switch self {
     case .typeMismatch(let key, _, _), .encodingFailed(let key, _, _), .invalidKey(let key),
       .domainTooLarge(let key, _, _), .domainNearingLimit(let key, _, _), .documentUnavailable(let key, _, _),
-      .documentNotRenewed(let key, _, _):
+      .documentNotRenewed(let key, _, _), .syncRefused(let key, _):
       key
     case .migrationFailed(_, let key, _): key
-    case .unreadableFile, .saveFailed, .reentrantEdit: nil
+    case .unreadableFile, .saveFailed, .reentrantEdit, .syncQuotaExceeded, .syncFailed: nil
     }
   }
 }

@@ -1,0 +1,26 @@
+extension DefaultsStore {
+  /// Syncs keys with a remote (iCloud, a synced folder), until the returned token ends.
+  ///
+  /// ```swift
+  /// let sync = store.sync(.theme, .volume, with: .folder(URL(filePath: "/home/me/Sync/settings")))
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - keys: The keys to sync, of any value types.
+  ///   - remote: Where other devices read and write them.
+  /// - Returns: The sync; it ends when released or cancelled.
+  public func sync<each Value: DefaultsValue>(
+    _ keys: repeat DefaultsKey<each Value>, with remote: some DefaultsRemote
+  ) -> DefaultsSync {
+    var names: [String] = []
+    for key in repeat each keys { names.append(key.name) }
+    return sync(names, with: remote, now: SyncClock.now)
+  }
+
+  /// Syncs keys by name, with a wall clock of the caller's (tests skew it).
+  func sync(_ names: [String], with remote: any DefaultsRemote, now: @escaping @Sendable () -> Int64) -> DefaultsSync {
+    let engine = SyncEngine(store: self, remote: remote, now: now)
+    engine.add(names)
+    return DefaultsSync(engine: engine)
+  }
+}

@@ -1,0 +1,288 @@
+import Dispatch
+import Foundation
+
+/// The work of one ``DefaultsSync``: local writes of the synced keys are stamped and pushed, remote changes pulled,
+/// all of it in runs on a serial queue of its own (never the cooperative pool: an edit may wait for the suite's lock).
+/// A run decides inside one `edit` of the store (``SyncState``), then pushes outside it.
+final class SyncEngine: Sendable {
+  let store: DefaultsStore
+  let remote: any DefaultsRemote
+  /// The wall clock in milliseconds since 1970 (tests skew it).
+  let now: @Sendable () -> Int64
+  private let queue = DispatchQueue(label: "ReactiveDefaults.sync")
+
+  private struct Work: Sendable {
+    var keys: [PropertyListKey] = []
+    /// Keys whose store value changed, to look at without reading the remote.
+    var changed: Set<PropertyListKey> = []
+    /// Read the remote (nil: not needed; empty: every key).
+    var pull: Set<PropertyListKey>?
+    var accountChanged = false
+    var scheduled = false
+    var ended = false
+    var device: String?
+    var status = DefaultsSync.Status.idle
+    var statusObservers: [UInt64: @Sendable (DefaultsSync.Status) -> Void] = [:]
+    var nextObserver: UInt64 = 0
+    var receivers: [(PropertyListKey, SyncKeyReceiver)] = []
+    var remoteToken: DefaultsObservation?
+    var idleWaiters: [@Sendable () -> Void] = []
+  }
+
+  private let work = Locked(Work())
+
+  init(store: DefaultsStore, remote: any DefaultsRemote, now: @escaping @Sendable () -> Int64 = SyncClock.now) {
+    self.store = store
+    self.remote = remote
+    self.now = now
+  }
+
+  // MARK: Starting and stopping
+
+  /// Adds keys: their current values are adopted (unstamped: never pushed), then they are looked at with the remote.
+  func add(_ names: [String]) {
+    let added = work.withLock { work -> [PropertyListKey] in
+      guard !work.ended else { return [] }
+      var new: [PropertyListKey] = []
+      for name in names {
+        let key = PropertyListKey(name)
+        if !work.keys.contains(key) && !new.contains(key) { new.append(key) }
+      }
+      work.keys += new
+      return new
+    }
+    guard !added.isEmpty else { return }
+    // Adopted before `sync` returns: a write made right after it is a write of this device, stamped and pushed.
+    let device = adopt(added)
+    let start = work.withLock { work -> Bool in
+      defer { work.device = work.device ?? device }
+      return work.device == nil
+    }
+    for key in added {
+      let receiver = SyncKeyReceiver { [weak self] in self?.schedule(changed: [key]) }
+      work.withLock { $0.receivers.append((key, receiver)) }
+      store.hub.add(receiver, forKey: key.string, initial: false)
+    }
+    if start {
+      let token = remote.start(device: device) { [weak self] change in self?.remoteChanged(change) }
+      work.withLock { $0.remoteToken = token }
+      remote.synchronize()
+    }
+    schedule(pull: Set(added))
+  }
+
+  /// Records the keys' current values as this device's own (unstamped), in one edit that also names the device the
+  /// first time; returns the device's name.
+  private func adopt(_ keys: [PropertyListKey]) -> String {
+    do {
+      return try store.edit { tx -> String in
+        let stored = tx.stored(forName: DefaultsSync.stateKey)
+        var state = SyncState(stored) ?? SyncState(device: UUID().uuidString)
+        let own = store.hub.storage.snapshot()
+        for key in keys { state.adopt(key, current: own[key]) }
+        if SyncState(stored) != state { tx.record(.set(state.propertyListValue), forName: DefaultsSync.stateKey) }
+        return state.device
+      }
+    } catch {
+      report(error as? DefaultsError ?? .syncFailed(reason: "\(error)"))
+      return work.withLock { $0.device } ?? UUID().uuidString
+    }
+  }
+
+  func stop() {
+    let (receivers, token) = work.withLock { work in
+      work.ended = true
+      defer { (work.receivers, work.remoteToken) = ([], nil) }
+      return (work.receivers, work.remoteToken)
+    }
+    token?.cancel()
+    for (key, receiver) in receivers { store.hub.remove(receiver, forKey: key.string) }
+  }
+
+  // MARK: Scheduling
+
+  private func remoteChanged(_ change: DefaultsRemoteChange) {
+    switch change.reason {
+    case .accountChange:
+      work.withLock { $0.accountChanged = true }
+      schedule(pull: [])
+    case .quotaViolation:
+      report(.syncQuotaExceeded)
+      setStatus(.problem(.syncQuotaExceeded))
+    case .initialSync:
+      schedule(pull: [])
+    case .serverChange:
+      schedule(pull: change.keys.map { keys in Set(keys.map { PropertyListKey($0) }) } ?? [])
+    }
+  }
+
+  /// Asks for a run: `changed` keys looked at locally, `pull` keys (empty: all) with the remote.
+  func schedule(changed: Set<PropertyListKey> = [], pull: Set<PropertyListKey>? = nil) {
+    let start = work.withLock { work -> Bool in
+      guard !work.ended else { return false }
+      work.changed.formUnion(changed)
+      if let pull {
+        if pull.isEmpty || work.pull?.isEmpty == true {
+          work.pull = []
+        } else {
+          work.pull = (work.pull ?? []).union(pull)
+        }
+      }
+      defer { work.scheduled = true }
+      return !work.scheduled
+    }
+    if start { queue.async { [self] in run() } }
+  }
+
+  /// Runs `action` once every run asked for so far is done (tests and ``DefaultsSync/waitUntilIdle(timeout:)``).
+  func whenIdle(_ action: @escaping @Sendable () -> Void) {
+    let now = work.withLock { work -> Bool in
+      if work.scheduled { work.idleWaiters.append(action) }
+      return !work.scheduled
+    }
+    if now { action() }
+  }
+
+  // MARK: A run
+
+  private var device: String { work.withLock { $0.device } ?? UUID().uuidString }
+
+  private struct Batch {
+    var keys: [PropertyListKey]
+    var changed: Set<PropertyListKey>
+    var pull: Set<PropertyListKey>?
+    var accountChanged: Bool
+  }
+
+  /// Runs batches until no work is left, then tells those waiting for the sync to be idle.
+  private func run() {
+    while true {
+      let next = work.withLock { work -> (Batch?, [@Sendable () -> Void]) in
+        let idle = work.ended || (work.changed.isEmpty && work.pull == nil && !work.accountChanged)
+        guard !idle else {
+          work.scheduled = false
+          defer { work.idleWaiters = [] }
+          return (nil, work.idleWaiters)
+        }
+        defer { (work.changed, work.pull, work.accountChanged) = ([], nil, false) }
+        let batch = Batch(keys: work.keys, changed: work.changed, pull: work.pull, accountChanged: work.accountChanged)
+        return (batch, [])
+      }
+      guard let batch = next.0 else {
+        for waiter in next.1 { waiter() }
+        return
+      }
+      run(batch)
+    }
+  }
+
+  private func run(_ batch: Batch) {
+    setStatus(.syncing)
+    var problem: DefaultsError?
+    do {
+      let remoteEntries = batch.pull == nil ? nil : remote.entries()
+      let looked = batch.pull.map { pull in pull.isEmpty ? batch.keys : batch.keys.filter(pull.contains) } ?? []
+      let pushes = try decide(batch, withRemote: looked, remoteEntries: remoteEntries)
+      problem = try push(pushes, remoteEntries: remoteEntries)
+    } catch {
+      let failure = error as? DefaultsError ?? .syncFailed(reason: "\(error)")
+      report(failure)
+      problem = failure
+    }
+    setStatus(problem.map { .problem($0) } ?? .idle)
+  }
+
+  /// One edit: stamps local writes, applies winning remote entries, records the state; returns what to push.
+  private func decide(
+    _ batch: Batch, withRemote: [PropertyListKey], remoteEntries: [String: PropertyListValue]?
+  ) throws -> [PropertyListKey: SyncEntry] {
+    try store.edit { tx -> [PropertyListKey: SyncEntry] in
+      var state = SyncState(tx.stored(forName: DefaultsSync.stateKey)) ?? SyncState(device: device)
+      let before = state
+      let own = store.hub.storage.snapshot()
+      if batch.accountChanged {
+        state.resetForNewAccount(current: Dictionary(uniqueKeysWithValues: batch.keys.map { ($0, own[$0]) }))
+      }
+      var pushes: [PropertyListKey: SyncEntry] = [:]
+      let time = now()
+      for key in batch.keys where batch.changed.contains(key) && !withRemote.contains(key) {
+        let outcome = state.reconcile(key, current: own[key], remote: nil, remoteKnown: false, now: time)
+        if let push = outcome.push { pushes[key] = push }
+      }
+      for key in withRemote {
+        let entry = remoteEntries?[key.string].flatMap(SyncEntry.init)
+        let outcome = state.reconcile(key, current: own[key], remote: entry, remoteKnown: true, now: time)
+        if let write = outcome.write { tx.record(write.map(StorageWrite.set) ?? .remove, forName: key.string) }
+        if let push = outcome.push { pushes[key] = push }
+      }
+      if state != before { tx.record(.set(state.propertyListValue), forName: DefaultsSync.stateKey) }
+      return pushes
+    }
+  }
+
+  /// Pushes what fits the remote's limits (the rest is refused and reported), then records what the remote took.
+  private func push(_ pushes: [PropertyListKey: SyncEntry], remoteEntries: [String: PropertyListValue]?) throws
+    -> DefaultsError?
+  {
+    guard !pushes.isEmpty else { return nil }
+    let entries = Dictionary(uniqueKeysWithValues: pushes.map { ($0.key.string, $0.value.propertyListValue) })
+    let refused = SyncLimits.refusals(
+      entries, remote: remoteEntries ?? remote.entries(), limits: remote.limits)
+    var firstProblem: DefaultsError?
+    for (key, reason) in refused.sorted(by: { $0.key < $1.key }) {
+      let problem = DefaultsError.syncRefused(key: key, reason: reason)
+      report(problem)
+      firstProblem = firstProblem ?? problem
+    }
+    let accepted = entries.filter { refused[$0.key] == nil }
+    guard !accepted.isEmpty else { return firstProblem }
+    try remote.store(accepted)
+    try store.edit { tx in
+      guard var state = SyncState(tx.stored(forName: DefaultsSync.stateKey)) else { return }
+      let before = state
+      for (key, entry) in pushes where accepted[key.string] != nil { state.pushed(key, entry) }
+      if state != before { tx.record(.set(state.propertyListValue), forName: DefaultsSync.stateKey) }
+    }
+    return firstProblem
+  }
+
+  // MARK: Status and problems
+
+  private func report(_ problem: DefaultsError) {
+    store.hub.announce(problem)
+  }
+
+  private func setStatus(_ status: DefaultsSync.Status) {
+    let observers = work.withLock { work -> [@Sendable (DefaultsSync.Status) -> Void] in
+      guard work.status != status else { return [] }
+      work.status = status
+      return Array(work.statusObservers.values)
+    }
+    for observer in observers { observer(status) }
+  }
+
+  var status: DefaultsSync.Status { work.withLock { $0.status } }
+
+  func observeStatus(_ handler: @escaping @Sendable (DefaultsSync.Status) -> Void) -> DefaultsObservation {
+    let (id, current) = work.withLock { work in
+      work.nextObserver += 1
+      work.statusObservers[work.nextObserver] = handler
+      return (work.nextObserver, work.status)
+    }
+    handler(current)
+    return DefaultsObservation { [weak self] in self?.work.withLock { _ = $0.statusObservers.removeValue(forKey: id) } }
+  }
+}
+
+/// Hears a synced key's changes in the store (any source: this process, another, a pull).
+final class SyncKeyReceiver: ChangeReceiver {
+  let onChange: @Sendable () -> Void
+
+  init(_ onChange: @escaping @Sendable () -> Void) {
+    self.onChange = onChange
+  }
+
+  func receive(_ stored: PropertyListValue?, version: UInt64, notify: Bool) {
+    if notify { onChange() }
+  }
+}

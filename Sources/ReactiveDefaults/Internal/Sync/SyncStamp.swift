@@ -1,0 +1,93 @@
+import Foundation
+
+/// When a setting was written, as a hybrid logical clock reads it: the writer's wall time (milliseconds since 1970),
+/// a counter for writes within one millisecond (or made after seeing a stamp from a clock ahead of the writer's),
+/// and the writing device. Stamps are totally ordered by those three, in that order; the device breaks ties the same
+/// way on every device (by its name's UTF-8 bytes).
+///
+/// A device's clock (``SyncClock``) never stamps a write below a stamp it has seen: a device whose clock runs hours
+/// behind still wins with a write made after it saw the other device's.
+struct SyncStamp: Hashable, Comparable, Sendable, CustomStringConvertible {
+  var wall: Int64
+  var counter: Int64
+  var device: String
+
+  static func < (left: SyncStamp, right: SyncStamp) -> Bool {
+    if left.wall != right.wall { return left.wall < right.wall }
+    if left.counter != right.counter { return left.counter < right.counter }
+    return Array(left.device.utf8).lexicographicallyPrecedes(right.device.utf8)
+  }
+
+  static func == (left: SyncStamp, right: SyncStamp) -> Bool {
+    left.wall == right.wall && left.counter == right.counter && Array(left.device.utf8) == Array(right.device.utf8)
+  }
+
+  func hash(into hasher: inout Hasher) {
+    hasher.combine(wall)
+    hasher.combine(counter)
+    hasher.combine(Array(device.utf8))
+  }
+
+  var description: String { "\(wall).\(counter)@\(device)" }
+}
+
+/// A device's hybrid logical clock: the greatest wall time and counter it has stamped or seen.
+struct SyncClock: Equatable, Sendable {
+  var wall: Int64 = 0
+  var counter: Int64 = 0
+
+  /// A stamp for a write made now, above every stamp this clock stamped or saw.
+  mutating func tick(now: Int64, device: String) -> SyncStamp {
+    if now > wall {
+      wall = now
+      counter = 0
+    } else {
+      counter += 1
+    }
+    return SyncStamp(wall: wall, counter: counter, device: device)
+  }
+
+  /// Takes in a stamp from elsewhere: the next ``tick(now:device:)`` stamps above it.
+  mutating func see(_ stamp: SyncStamp) {
+    if stamp.wall > wall || (stamp.wall == wall && stamp.counter > counter) {
+      (wall, counter) = (stamp.wall, stamp.counter)
+    }
+  }
+
+  /// The wall time now, in milliseconds since 1970.
+  static func now() -> Int64 {
+    Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+  }
+}
+
+/// One setting as the remote holds it: its value (nil: removed, a tombstone) and the stamp of the write that made it.
+/// Stored as one entry under the setting's own key (no extra keys against a remote's key limit): a dictionary with
+/// the stamp's parts `t` (wall), `c` (counter), `d` (device) and the value `v` (absent for a removal).
+struct SyncEntry: Hashable, Sendable {
+  var stamp: SyncStamp
+  var value: PropertyListValue?
+
+  init(stamp: SyncStamp, value: PropertyListValue?) {
+    self.stamp = stamp
+    self.value = value
+  }
+
+  /// The entry a remote holds; nil for anything else (an entry another program wrote, or a damaged one: it is
+  /// ignored, and this device's own entry replaces it at its next write).
+  init?(_ stored: PropertyListValue) {
+    guard case .dictionary(let fields) = stored, case .integer(let wall)? = fields["t"],
+      case .integer(let counter)? = fields["c"], case .string(let device)? = fields["d"],
+      let wall = Int64(exactly: wall), let counter = Int64(exactly: counter), !device.isEmpty
+    else { return nil }
+    stamp = SyncStamp(wall: wall, counter: counter, device: device)
+    value = fields["v"]
+  }
+
+  var propertyListValue: PropertyListValue {
+    var fields: [PropertyListKey: PropertyListValue] = [
+      "t": .integer(Int128(stamp.wall)), "c": .integer(Int128(stamp.counter)), "d": .string(stamp.device),
+    ]
+    if let value { fields["v"] = value }
+    return .dictionary(fields)
+  }
+}

@@ -1,0 +1,252 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import ReactiveDefaults
+
+extension DefaultsKeys {
+  fileprivate static let mode = DefaultsKey<String>("mode", default: "light")
+  fileprivate static let level = DefaultsKey<Int>("level", default: 1)
+  fileprivate static let panes = DefaultsKey<Panes>("panes", default: Panes(columns: 2))
+}
+
+/// A Codable value that is not Equatable: the sync compares stored forms, never values.
+private struct Panes: DefaultsCodable {
+  var columns: Int
+}
+
+/// A device of a test: a store (one suite per device on Linux, else memory), its connection to the cloud, its sync.
+private struct Device {
+  let store: DefaultsStore
+  let connection: MemoryCloud.Connection
+  let sync: DefaultsSync
+  let issues: Recorder<DefaultsError>
+}
+
+private let hour: Int64 = 3_600_000
+
+/// The scenarios behind the sync's contract, each an anchor bug of another library: a fresh install overwriting
+/// other devices, devices stamping what they pulled (ping-pong), a slow clock losing its writes, a non-Equatable
+/// value, an account switch. Devices are in-memory stores over ``MemoryCloud``, which moves nothing until told.
+@Suite struct SyncTests {
+  private func device(
+    _ cloud: MemoryCloud, storage: Storage = .memory, account: String = "account", downloaded: Bool = true,
+    skew: Int64 = 0, before: (DefaultsStore) -> Void = { _ in }, _ function: String = #function
+  ) -> Device {
+    let (store, issues) = makeStore(storage, function + UUID().uuidString)
+    before(store)
+    let connection = cloud.connect(account: account, downloaded: downloaded)
+    let sync = store.sync(["mode", "level", "panes"], with: connection) { SyncClock.now() + skew }
+    return Device(store: store, connection: connection, sync: sync, issues: issues)
+  }
+
+  /// Runs every sync and every delivery until nothing moves.
+  private func settle(_ cloud: MemoryCloud, _ devices: [Device]) async throws {
+    for _ in 0..<50 {
+      for device in devices { #expect(await device.sync.idle(timeout: .seconds(30))) }
+      if cloud.pending.isEmpty { return }
+      cloud.deliverAll()
+    }
+    Issue.record("the devices never settled: \(cloud.pending)")
+  }
+
+  @Test(arguments: Storage.allCases) func aFreshInstallTakesTheRemoteValuesAndPushesNothingOfItsOwn(_ storage: Storage)
+    async throws
+  {
+    let cloud = MemoryCloud()
+    let first = device(cloud, storage: storage)
+    first.store[.mode] = "dark"
+    try await settle(cloud, [first])
+    #expect(cloud.entries().keys.sorted() == ["mode"])
+    // The fresh install had a value of its own before its sync started, and defaults for the rest.
+    let fresh = device(cloud, storage: storage) { $0[.level] = 7 }
+    try await settle(cloud, [first, fresh])
+    #expect(fresh.store[.mode] == "dark")
+    #expect(fresh.store[.level] == 7)
+    #expect(first.store[.level] == 1)
+    #expect(cloud.entries().keys.sorted() == ["mode"])
+    #expect(first.issues.values.isEmpty && fresh.issues.values.isEmpty)
+  }
+
+  @Test func pullsNeverStampSoDevicesDoNotPingPong() async throws {
+    let cloud = MemoryCloud()
+    let devices = [device(cloud), device(cloud), device(cloud)]
+    devices[0].store[.mode] = "dark"
+    devices[1].store[.level] = 5
+    try await settle(cloud, devices)
+    let settled = cloud.entries()
+    // Nothing moves any more: a pull did not stamp, so nobody pushes what it pulled.
+    for device in devices { device.sync.synchronize() }
+    for device in devices { #expect(await device.sync.idle(timeout: .seconds(30))) }
+    #expect(cloud.pending.isEmpty)
+    #expect(cloud.entries() == settled)
+    for device in devices {
+      #expect(device.store[.mode] == "dark")
+      #expect(device.store[.level] == 5)
+    }
+  }
+
+  @Test(arguments: Storage.allCases) func aDeviceWhoseClockRunsHoursBehindWinsWithAWriteMadeAfterSeeingTheOther(
+    _ storage: Storage
+  ) async throws {
+    let cloud = MemoryCloud()
+    let ahead = device(cloud, storage: storage)
+    let behind = device(cloud, storage: storage, skew: -3 * hour)
+    ahead.store[.level] = 2
+    try await settle(cloud, [ahead, behind])
+    #expect(behind.store[.level] == 2)
+    behind.store[.level] = 3
+    try await settle(cloud, [ahead, behind])
+    #expect(ahead.store[.level] == 3)
+    #expect(behind.store[.level] == 3)
+  }
+
+  @Test func theGreatestStampWinsWhateverOrderTheUploadsArriveIn() async throws {
+    let cloud = MemoryCloud()
+    let devices = [device(cloud), device(cloud, skew: 2 * hour), device(cloud, skew: -hour)]
+    for (index, device) in devices.enumerated() { device.store[.level] = 10 + index }
+    for device in devices { #expect(await device.sync.idle(timeout: .seconds(30))) }
+    // The device whose clock runs two hours ahead wrote with the greatest stamp: its value wins everywhere, though
+    // its upload reaches the server first and the others' after it.
+    for id in [devices[1], devices[0], devices[2]].map(\.connection.id) { cloud.deliver(.upload(id)) }
+    try await settle(cloud, devices)
+    for device in devices { #expect(device.store[.level] == 11) }
+  }
+
+  @Test func aValueThatIsNotEquatableSyncsByItsStoredForm() async throws {
+    let cloud = MemoryCloud()
+    let devices = [device(cloud), device(cloud)]
+    devices[0].store[.panes] = Panes(columns: 3)
+    try await settle(cloud, devices)
+    #expect(devices[1].store[.panes].columns == 3)
+    #expect(cloud.pending.isEmpty)
+  }
+
+  @Test(arguments: Storage.allCases) func aRemovalSyncsAsAStampedTombstoneAndLosesToALaterWrite(_ storage: Storage)
+    async throws
+  {
+    let cloud = MemoryCloud()
+    let devices = [device(cloud, storage: storage), device(cloud, storage: storage)]
+    devices[0].store[.mode] = "dark"
+    try await settle(cloud, devices)
+    devices[1].store.reset(.mode)
+    try await settle(cloud, devices)
+    #expect(devices[0].store.isDefault(.mode))
+    #expect(devices[0].store.hub.storage.value(forKey: "mode") == nil)
+    devices[0].store[.mode] = "system"
+    try await settle(cloud, devices)
+    #expect(devices[1].store[.mode] == "system")
+  }
+
+  @Test func observersHearARemoteChangeOnceAsAnOrdinaryChange() async throws {
+    let cloud = MemoryCloud()
+    let devices = [device(cloud), device(cloud)]
+    let heard = Recorder<Int>()
+    let token = devices[1].store.property(.level).observe { heard.append($0) }
+    devices[0].store[.level] = 4
+    try await settle(cloud, devices)
+    // Delivered twice: the second download changes nothing, and tells nobody.
+    cloud.deliver(.download(devices[1].connection.id))
+    devices[1].sync.synchronize()
+    try await settle(cloud, devices)
+    #expect(heard.values == [1, 4])
+    token.cancel()
+  }
+
+  @Test(arguments: Storage.allCases) func anAccountChangeLetsTheNewAccountWinAndPushesNothingOfTheOld(
+    _ storage: Storage
+  ) async throws {
+    let cloud = MemoryCloud()
+    let other = device(cloud, storage: storage, account: "new")
+    other.store[.level] = 9
+    try await settle(cloud, [other])
+    let switching = device(cloud, storage: storage, account: "old")
+    switching.store[.level] = 2
+    switching.store[.mode] = "dark"
+    try await settle(cloud, [switching, other])
+    #expect(cloud.entries(ofAccount: "old").keys.sorted() == ["level", "mode"])
+    cloud.switchAccount(switching.connection, to: "new")
+    try await settle(cloud, [switching, other])
+    #expect(switching.store[.level] == 9)
+    // The old account's `mode` stays on the device, but never reaches the new account.
+    #expect(switching.store[.mode] == "dark")
+    #expect(cloud.entries(ofAccount: "new").keys.sorted() == ["level"])
+    #expect(other.store[.mode] == "light")
+    // A write made after the switch goes to the new account.
+    switching.store[.mode] = "system"
+    try await settle(cloud, [switching, other])
+    #expect(other.store[.mode] == "system")
+  }
+
+  @Test func writesMadeBeforeTheInitialDownloadArePushedAfterIt() async throws {
+    let cloud = MemoryCloud()
+    let first = device(cloud)
+    first.store[.mode] = "dark"
+    try await settle(cloud, [first])
+    let late = device(cloud, downloaded: false)
+    late.store[.level] = 6
+    #expect(await late.sync.idle(timeout: .seconds(30)))
+    cloud.completeInitialDownload(late.connection)
+    try await settle(cloud, [first, late])
+    #expect(late.store[.mode] == "dark")
+    #expect(late.store[.level] == 6)
+    #expect(first.store[.level] == 6)
+  }
+
+  @Test func aKeyOverTheRemotesLimitsIsRefusedBeforeThePushAndReported() async throws {
+    let cloud = MemoryCloud(limits: DefaultsRemoteLimits(keys: 2, valueBytes: 200, keyBytes: 64))
+    let (store, issues) = makeStore(.memory)
+    let long = String(repeating: "k", count: 65)
+    let connection = cloud.connect()
+    let sync = store.sync(["mode", "level", long, "big"], with: connection, now: SyncClock.now)
+    store[DefaultsKey<Int>(long, default: 0)] = 1
+    store[DefaultsKey<String>("big", default: "")] = String(repeating: "x", count: 300)
+    store[.mode] = "dark"
+    store[.level] = 3
+    #expect(await sync.idle(timeout: .seconds(30)))
+    cloud.deliverAll()
+    #expect(cloud.entries().keys.sorted() == ["level", "mode"])
+    let refused = issues.values.compactMap { issue -> String? in
+      if case .syncRefused(let key, _) = issue { key } else { nil }
+    }
+    #expect(Set(refused) == [long, "big"])
+    if case .problem(.syncRefused) = sync.status {} else { Issue.record("status: \(sync.status)") }
+  }
+
+  @Test func aQuotaViolationIsReported() async throws {
+    let cloud = MemoryCloud()
+    let device = device(cloud)
+    let statuses = Recorder<DefaultsSync.Status>()
+    let watch = device.sync.observeStatus { statuses.append($0) }
+    cloud.reportQuotaViolation(device.connection)
+    #expect(device.issues.values.contains(.syncQuotaExceeded))
+    #expect(statuses.values.contains(.problem(.syncQuotaExceeded)))
+    watch.cancel()
+  }
+
+  @Test func aKeyAddedLaterAdoptsItsValueAndPullsTheRemotes() async throws {
+    let cloud = MemoryCloud()
+    let first = device(cloud)
+    let extra = DefaultsKey<Int>("extra", default: 0)
+    first.sync.add(extra)
+    first.store[extra] = 8
+    try await settle(cloud, [first])
+    let second = device(cloud) { $0[extra] = 1 }
+    try await settle(cloud, [first, second])
+    #expect(second.store[extra] == 1)
+    second.sync.add(extra)
+    try await settle(cloud, [first, second])
+    #expect(second.store[extra] == 8)
+  }
+
+  @Test func aCancelledSyncNeitherPullsNorPushes() async throws {
+    let cloud = MemoryCloud()
+    let devices = [device(cloud), device(cloud)]
+    devices[1].sync.cancel()
+    devices[0].store[.level] = 4
+    devices[1].store[.mode] = "dark"
+    try await settle(cloud, devices)
+    #expect(devices[1].store[.level] == 1)
+    #expect(cloud.entries().keys.sorted() == ["level"])
+  }
+}
