@@ -30,6 +30,7 @@ public protocol DefaultsRemote: AnyObject, Sendable {
 }
 
 extension DefaultsRemote {
+  /// Does nothing: a remote with no server to ask.
   public func synchronize() {}
 }
 
@@ -44,6 +45,7 @@ public struct DefaultsRemoteLimits: Sendable, Equatable {
   /// The longest key, in UTF-8 bytes (nil: no limit).
   public var keyBytes: Int?
 
+  /// Limits; nil for each one the remote does not have.
   public init(keys: Int? = nil, totalBytes: Int? = nil, valueBytes: Int? = nil, keyBytes: Int? = nil) {
     self.keys = keys
     self.totalBytes = totalBytes
@@ -61,6 +63,7 @@ public struct DefaultsRemoteLimits: Sendable, Equatable {
 
 /// A change a remote tells of, with its reason (iCloud's `NSUbiquitousKeyValueStoreChangeReasonKey`).
 public struct DefaultsRemoteChange: Sendable, Equatable {
+  /// Why the remote changed.
   public enum Reason: Sendable, Equatable {
     /// Another device changed entries.
     case serverChange
@@ -72,10 +75,12 @@ public struct DefaultsRemoteChange: Sendable, Equatable {
     case accountChange
   }
 
+  /// Why the remote changed.
   public var reason: Reason
   /// The keys that changed; nil when the remote cannot say (every key is looked at).
   public var keys: [String]?
 
+  /// A change for `reason`, of `keys` (nil: any key).
   public init(reason: Reason, keys: [String]?) {
     self.reason = reason
     self.keys = keys

@@ -31,6 +31,7 @@ public final class MemoryCloud: Sendable {
   /// What every connection accepts.
   public let limits: DefaultsRemoteLimits
 
+  /// A model with no account yet, whose connections accept what `limits` allow (iCloud's by default).
   public init(limits: DefaultsRemoteLimits = .keyValueStore) {
     self.limits = limits
   }
@@ -145,8 +146,10 @@ public final class MemoryCloud: Sendable {
 
   /// One device's connection to the model: a ``DefaultsRemote``.
   public final class Connection: DefaultsRemote {
+    /// A connection, in the order connections were made.
     public struct ID: Hashable, Comparable, Sendable {
       let rawValue: Int
+      /// Older connections first.
       public static func < (left: ID, right: ID) -> Bool { left.rawValue < right.rawValue }
     }
 
@@ -158,6 +161,7 @@ public final class MemoryCloud: Sendable {
       var toDownload: Set<String> = []
     }
 
+    /// This connection, for ``MemoryCloud/deliver(_:)``.
     public let id: ID
     let cloud: MemoryCloud
 
@@ -166,8 +170,10 @@ public final class MemoryCloud: Sendable {
       self.cloud = cloud
     }
 
+    /// The cloud's limits.
     public var limits: DefaultsRemoteLimits { cloud.limits }
 
+    /// Tells `onChange` what reaches this connection until the token ends.
     public func start(device: String, onChange: @escaping @Sendable (DefaultsRemoteChange) -> Void)
       -> DefaultsObservation
     {
@@ -175,10 +181,12 @@ public final class MemoryCloud: Sendable {
       return DefaultsObservation { [id, cloud] in cloud.setHandler(id, nil) }
     }
 
+    /// The connection's local copy.
     public func entries() -> [String: PropertyListValue] {
       cloud.withState(id) { $0.local }
     }
 
+    /// Writes into the local copy at once and queues each entry for upload (``MemoryCloud/Delivery/upload(_:)``).
     public func store(_ entries: [String: PropertyListValue]) throws(DefaultsError) {
       cloud.withState(id) { state in
         for (key, value) in entries.sorted(by: { $0.key < $1.key }) {
