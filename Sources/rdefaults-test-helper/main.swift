@@ -28,6 +28,9 @@
 //   rdefaults-test-helper worker PLAN INDEX       one worker of such a history
 //   rdefaults-test-helper group                   start `group-of PGID` as the checker's workers start tools; print
 //                                                 "same group" when it ran in this process's group, else "own group"
+//   rdefaults-test-helper syncwrite DOMAIN FOLDER KEY INT
+//                                                 sync KEY with the synced folder, write INT, print "synced" once
+//                                                 the folder holds it, exit on a line of input (SyncWrite.swift)
 //   rdefaults-test-helper migrate DOMAIN          on a line of input, migrate (a custom step counts its runs in the
 //                                                 key "runs", a rename moves "old" to "new"); print the steps applied
 import Dispatch
@@ -44,6 +47,7 @@ import Synchronization
 let arguments = CommandLine.arguments
 if arguments.count >= 2 && arguments[1] == "check" { runChecker(Array(arguments.dropFirst(2))) }
 if arguments.count == 4 && arguments[1] == "worker" { runWorker(planPath: arguments[2], index: Int(arguments[3]) ?? 0) }
+if arguments.count >= 2 && arguments[1] == "syncwrite" { runSyncWrite(Array(arguments.dropFirst(2))) }
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 
 switch (arguments.count, arguments.dropFirst().first) {

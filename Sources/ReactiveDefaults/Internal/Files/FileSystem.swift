@@ -69,8 +69,9 @@ struct FileSystem: Sendable {
   var lock:
     @Sendable (_ lockPath: String, _ folder: String, _ waiting: () -> Void) throws(SaveFailure) ->
       @Sendable () -> Void
-  /// Calls `onChange` after changes to the file `fileName` in `folder` (or to the folder itself), until the returned
-  /// watch is cancelled; nil where there is no watching.
+  /// Calls `onChange` after changes to the file `fileName` in `folder` (any file of it, for an empty `fileName`; or to
+  /// the folder itself), until the returned watch is cancelled; nil where there is no watching. (Apple platforms
+  /// tell every change of the folder's entries whatever the name.)
   var watch: @Sendable (_ folder: String, _ fileName: String, _ onChange: @escaping @Sendable () -> Void) -> FileWatch?
 }
 

@@ -75,7 +75,8 @@
     }
 
     /// Calls `onChange` (on the watcher's thread; keep it short) each time `fileName` in `folder` is written
-    /// or replaced, until the subscription ends. Nil when the folder cannot be watched.
+    /// or replaced (any file of the folder, for an empty `fileName`), until the subscription ends. Nil when the
+    /// folder cannot be watched.
     static func subscribe(folder: String, fileName: String, onChange: @escaping @Sendable () -> Void)
       -> Subscription?
     {
@@ -174,7 +175,11 @@
         if everyFile {
           tellEverySubscriber()
         } else {
-          let handlers = state.withLock { state in changed.flatMap { state.subscribers[$0]?.values ?? [:].values } }
+          // Subscribers of the empty name (no file has it) hear of every file in the folder.
+          let handlers = state.withLock { state in
+            changed.flatMap { state.subscribers[$0]?.values ?? [:].values }
+              + (changed.isEmpty ? [] : Array(state.subscribers[""]?.values ?? [:].values))
+          }
           for handler in handlers { handler() }
         }
       }

@@ -1,0 +1,95 @@
+public import Foundation
+
+/// A folder that a file-sync tool carries between machines (Syncthing, Dropbox, a network share), as a sync's
+/// remote (``DefaultsRemote/folder(_:)``), on every platform.
+///
+/// Each device writes only its own file, `<device>.plist` (the device's name is the sync's, kept in the store), with
+/// atomic saves (a file store's: ``DefaultsStore/init(fileURL:)``), and reads everyone's: so the file-sync tool never
+/// sees two writers of one file, and never makes conflict copies. A key's remote entry is the one with the greatest
+/// stamp among all the files. The folder is watched: another device's file arriving or changing is pulled within
+/// milliseconds of the tool writing it.
+///
+/// Files the folder's readers skip: names that do not end in `.plist` (the saves' `.lock` and `.journal` files, which
+/// the file-sync tool may ignore), hidden files, and a file that is not a property list (a device's file is read
+/// again when it changes). A conflict copy that some tool made anyway is read as one more device's file: the stamps
+/// decide, so it does no harm.
+public final class SyncedFolder: DefaultsRemote {
+  /// The folder.
+  public let folder: URL
+
+  private struct Started: Sendable {
+    var own: DefaultsStore?
+    var watch: FileWatch?
+  }
+
+  private let started = Locked(Started())
+
+  /// A remote in `folder` (made when the sync starts, if missing).
+  public init(_ folder: URL) {
+    self.folder = folder.standardizedFileURL
+  }
+
+  /// A folder has no limits.
+  public var limits: DefaultsRemoteLimits { .none }
+
+  /// Opens this device's file and watches the folder until the token ends.
+  public func start(device: String, onChange: @escaping @Sendable (DefaultsRemoteChange) -> Void)
+    -> DefaultsObservation
+  {
+    try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let own = DefaultsStore(fileURL: folder.appendingPathComponent(device + ".plist"))
+    let watch = FileSystem.posix.watch(folder.path, "") {
+      onChange(DefaultsRemoteChange(reason: .serverChange, keys: nil))
+    }
+    started.withLock { $0 = Started(own: own, watch: watch) }
+    return DefaultsObservation { [weak self] in
+      let watch = self?.started.withLock { started in
+        defer { started = Started() }
+        return started.watch
+      }
+      watch?.cancel()
+    }
+  }
+
+  /// For each key, the entry with the greatest stamp among every device's file.
+  public func entries() -> [String: PropertyListValue] {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+    var newest: [PropertyListKey: (entry: SyncEntry, stored: PropertyListValue)] = [:]
+    for name in names.sorted() where name.hasSuffix(".plist") && !name.hasPrefix(".") {
+      // Every save of a device's file is a rename: a read without its lock sees one whole version.
+      let file = SuiteFile(folder: folder.path, fileName: name, system: .posix)
+      guard let entries = (try? file.settledRead())??.entries else { continue }
+      for (key, stored) in entries {
+        guard let entry = SyncEntry(stored) else { continue }
+        if let known = newest[key], known.entry.stamp >= entry.stamp { continue }
+        newest[key] = (entry, stored)
+      }
+    }
+    return Dictionary(uniqueKeysWithValues: newest.map { ($0.key.string, $0.value.stored) })
+  }
+
+  /// Writes the entries into this device's file, in one atomic save.
+  public func store(_ entries: [String: PropertyListValue]) throws(DefaultsError) {
+    guard let own = started.withLock({ $0.own }) else {
+      throw .syncFailed(reason: "the folder \(folder.path) cannot hold this device's file")
+    }
+    do {
+      try own.edit { tx in
+        for (key, entry) in entries { tx.record(.set(entry), forName: key) }
+      }
+    } catch let error as DefaultsError {
+      throw error
+    } catch {
+      throw .syncFailed(reason: "\(error)")
+    }
+  }
+}
+
+extension DefaultsRemote where Self == SyncedFolder {
+  /// A folder that a file-sync tool carries between machines (``SyncedFolder``).
+  ///
+  /// - Parameter url: The folder.
+  public static func folder(_ url: URL) -> SyncedFolder {
+    SyncedFolder(url)
+  }
+}

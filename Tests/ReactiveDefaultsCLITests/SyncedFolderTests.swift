@@ -1,0 +1,89 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import ReactiveDefaults
+
+/// Sync through a synced folder on real suites, real files and real second processes: each device writes only its
+/// own `<device>.plist` there, reads everyone's, and hears another device's file change through the folder's watch.
+@Suite(.linuxOnly) struct SyncedFolderTests {
+  private let level = DefaultsKey<Int>("level", default: 1)
+
+  /// The device name a store's sync state holds.
+  private func deviceName(of store: DefaultsStore) -> String? {
+    guard case .dictionary(let fields)? = store.hub.storage.value(forKey: DefaultsSync.stateKey),
+      case .string(let device)? = fields["device"]
+    else { return nil }
+    return device
+  }
+
+  private func plists(in folder: String) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".plist") }.sorted()
+  }
+
+  @Test func twoDevicesConvergeAndEachWritesOnlyItsOwnFile() async throws {
+    let config = makeConfigFolder()
+    let folder = config + "/synced"
+    let stores = [DefaultsStore(suiteName: "device-a-\(UUID())")!, DefaultsStore(suiteName: "device-b-\(UUID())")!]
+    let syncs = stores.map { $0.sync(level, with: .folder(URL(fileURLWithPath: folder))) }
+    // The second device waits without reading: only the folder's watch can tell it.
+    let heard = Recorder<Int>()
+    let token = stores[1].property(level).observe { heard.append($0) }
+    stores[0][level] = 5
+    #expect(await heard.wait(timeout: 30) { $0.last == 5 }, "\(heard.values)")
+    stores[1][level] = 6
+    let heardBack = Recorder<Int>()
+    let back = stores[0].property(level).observe { heardBack.append($0) }
+    #expect(await heardBack.wait(timeout: 30) { $0.last == 6 }, "\(heardBack.values)")
+    let devices = try stores.map { try #require(deviceName(of: $0)) }
+    #expect(plists(in: folder) == devices.map { $0 + ".plist" }.sorted())
+    // Once each: the pulled 5, then its own 6.
+    #expect(heard.values == [1, 5, 6])
+    token.cancel()
+    back.cancel()
+    withExtendedLifetime(syncs) {}
+  }
+
+  @Test func aWriteInAnotherProcessReachesAQuietObserverHere() async throws {
+    let config = makeConfigFolder()
+    let other = makeConfigFolder()
+    let folder = config + "/synced"
+    let store = try #require(DefaultsStore(suiteName: "here-\(UUID())"))
+    let sync = store.sync(level, with: .folder(URL(fileURLWithPath: folder)))
+    let heard = Recorder<Int>()
+    let token = store.property(level).observe { heard.append($0) }
+    let child = try RunningTool(
+      ["syncwrite", "there", folder, "level", "42"], config: other, tool: "rdefaults-test-helper")
+    #expect(await child.lines.wait(timeout: 30) { $0.contains("synced") }, "\(child.errorLines.lines)")
+    #expect(await heard.wait(timeout: 30) { $0.last == 42 }, "\(heard.values)")
+    child.send("")
+    #expect(await child.exited())
+    // This device wrote nothing: it has no file there.
+    #expect(plists(in: folder).count == 1)
+    token.cancel()
+    withExtendedLifetime(sync) {}
+  }
+
+  /// An app and its widget: two processes syncing one suite share one device (its name is in the suite), so the
+  /// folder gets one file, not two devices fighting.
+  @Test func twoProcessesOfOneSuiteAreOneDevice() async throws {
+    let config = makeConfigFolder()
+    let folder = config + "/synced"
+    let suite = "app-\(UUID())"
+    let store = try #require(DefaultsStore(suiteName: suite))
+    let sync = store.sync(level, with: .folder(URL(fileURLWithPath: folder)))
+    // The child opens the suite where this process does.
+    let child = try RunningTool(
+      ["syncwrite", suite, folder, "level", "8"], config: SuiteFile.preferencesFolder, tool: "rdefaults-test-helper")
+    #expect(await child.lines.wait(timeout: 30) { $0.contains("synced") }, "\(child.errorLines.lines)")
+    child.send("")
+    #expect(await child.exited())
+    let device = try #require(deviceName(of: store))
+    #expect(plists(in: folder) == [device + ".plist"])
+    let entry = try #require(SyncedFolder(URL(fileURLWithPath: folder)).entries()["level"].flatMap(SyncEntry.init))
+    #expect(entry.stamp.device == device)
+    #expect(entry.value == .integer(8))
+    #expect(store[level] == 8)
+    withExtendedLifetime(sync) {}
+  }
+}
