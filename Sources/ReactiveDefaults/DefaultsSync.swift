@@ -69,8 +69,11 @@ public final class DefaultsSync: Sendable {
   }
 
   /// Returns once the sync has nothing left to do (every change asked for so far pulled or pushed), or after
-  /// `timeout` seconds; false when the time ran out.
-  func idle(timeout: Duration) async -> Bool {
+  /// `timeout`: for tests, which then deliver ``MemoryCloud``'s uploads or look at the remote.
+  ///
+  /// - Parameter timeout: The longest wait.
+  /// - Returns: false when the time ran out.
+  public func waitUntilIdle(timeout: Duration) async -> Bool {
     let done = Locked<CheckedContinuation<Bool, Never>?>(nil)
     return await withCheckedContinuation { continuation in
       done.withLock { $0 = continuation }
