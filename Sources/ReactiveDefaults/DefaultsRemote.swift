@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where a ``DefaultsSync`` keeps settings for other devices: iCloud's key-value store on Apple platforms
-/// (``iCloud``), a folder that a file-sync tool carries (``folder(_:)``), or a model of the key-value store for tests
+/// (`.iCloud`), a folder that a file-sync tool carries (``folder(_:)``), or a model of the key-value store for tests
 /// (``MemoryCloud``).
 ///
 /// A remote holds one entry per setting, under the setting's key: the library's own form (the value with the stamp of
