@@ -19,10 +19,11 @@ public protocol DefaultsRemote: AnyObject, Sendable {
   /// Every entry the remote holds now, by key.
   func entries() -> [String: PropertyListValue]
 
-  /// Stores entries, each under its key.
+  /// Stores entries, each under its key, for the device named `device` (one remote may serve several stores, each
+  /// its own device: a folder keeps each device's entries in its own file).
   ///
   /// - Throws: ``DefaultsError`` when the entries could not be stored (then none of them is).
-  func store(_ entries: [String: PropertyListValue]) throws(DefaultsError)
+  func store(_ entries: [String: PropertyListValue], from device: String) throws(DefaultsError)
 
   /// Asks the remote to exchange with other devices now (iCloud: `synchronize()`); called when the sync starts and
   /// when the app comes to the foreground.
@@ -54,7 +55,7 @@ public struct DefaultsRemoteLimits: Sendable, Equatable {
   }
 
   /// No limits (a synced folder).
-  public static let none = DefaultsRemoteLimits()
+  public static let unlimited = DefaultsRemoteLimits()
 
   /// iCloud's key-value store: 1,024 keys, 1 MB for all values together, 1 MB for one value, keys of 64 bytes.
   public static let keyValueStore = DefaultsRemoteLimits(

@@ -17,8 +17,11 @@ extension DefaultsStore {
     return sync(names, with: remote, now: SyncClock.now)
   }
 
-  /// Syncs keys by name, with a wall clock of the caller's (tests skew it).
-  func sync(_ names: [String], with remote: any DefaultsRemote, now: @escaping @Sendable () -> Int64) -> DefaultsSync {
+  /// Syncs keys by name, with a wall clock of the caller's in milliseconds since 1970 (the tests and the device
+  /// checker skew it).
+  @_spi(Tools) public func sync(
+    _ names: [String], with remote: any DefaultsRemote, now: @escaping @Sendable () -> Int64
+  ) -> DefaultsSync {
     let engine = SyncEngine(store: self, remote: remote, now: now)
     engine.add(names)
     return DefaultsSync(engine: engine)

@@ -22,9 +22,11 @@ public final class MemoryCloud: Sendable {
 
   private struct Server: Sendable {
     var accounts: [String: [String: PropertyListValue]] = [:]
+    var arrivals: [String: [(key: String, entry: PropertyListValue)]] = [:]
     var connections: [Connection.ID: Connection.State] = [:]
     var handlers: [Connection.ID: @Sendable (DefaultsRemoteChange) -> Void] = [:]
     var next = 0
+    var deliversAtOnce = false
   }
 
   private let server = Locked(Server())
@@ -70,6 +72,7 @@ public final class MemoryCloud: Sendable {
         let (key, value) = state.uploads.removeFirst()
         server.connections[id] = state
         server.accounts[state.account, default: [:]][key] = value
+        server.arrivals[state.account, default: []].append((key, value))
         for (other, var otherState) in server.connections where other != id && otherState.account == state.account {
           otherState.toDownload.insert(key)
           server.connections[other] = otherState
@@ -95,22 +98,32 @@ public final class MemoryCloud: Sendable {
     }
   }
 
-  /// The connection's initial download happens: its local copy becomes the account's (writes made before it are
-  /// discarded), and it hears `initialSync`.
+  /// The connection's initial download happens: its local copy becomes the account's, and it hears of every key of
+  /// the account (`serverChange`). Until then its writes are discarded, each time with `initialSync`, as Apple's
+  /// store does.
   public func completeInitialDownload(_ connection: Connection) {
-    replaceLocal(connection, reason: .initialSync) { _ in }
+    let keys = server.withLock { server in
+      server.connections[connection.id].map { (server.accounts[$0.account] ?? [:]).keys.sorted() } ?? []
+    }
+    replaceLocal(connection, reason: .serverChange, keys: keys) { _ in }
+  }
+
+  /// Whether every store of a connection is delivered at once (uploaded, then downloaded by every other connection):
+  /// for tests that wait for a value rather than order deliveries. False at first.
+  public var deliversAtOnce: Bool {
+    get { server.withLock { $0.deliversAtOnce } }
+    set { server.withLock { $0.deliversAtOnce = newValue } }
   }
 
   /// The connection's user signs in to another account: its local copy becomes that account's, its waiting uploads
   /// are dropped, and it hears `accountChange`.
   public func switchAccount(_ connection: Connection, to account: String) {
-    replaceLocal(connection, reason: .accountChange) { $0.account = account }
+    replaceLocal(connection, reason: .accountChange, keys: nil) { $0.account = account }
   }
 
   /// The server tells the connection that the app is over its quota.
   public func reportQuotaViolation(_ connection: Connection) {
-    let handler = server.withLock { $0.handlers[connection.id] }
-    handler?(DefaultsRemoteChange(reason: .quotaViolation, keys: nil))
+    tell(connection.id, DefaultsRemoteChange(reason: .quotaViolation, keys: nil))
   }
 
   /// The server's entries of an account.
@@ -118,8 +131,19 @@ public final class MemoryCloud: Sendable {
     server.withLock { $0.accounts[account] ?? [:] }
   }
 
+  /// Every upload that reached the server for an account, in the order they arrived.
+  public func arrivals(ofAccount account: String = "account") -> [(key: String, entry: PropertyListValue)] {
+    server.withLock { $0.arrivals[account] ?? [] }
+  }
+
+  /// The account a connection is signed in to.
+  public func account(of connection: Connection) -> String {
+    withState(connection.id) { $0.account }
+  }
+
   private func replaceLocal(
-    _ connection: Connection, reason: DefaultsRemoteChange.Reason, _ change: (inout Connection.State) -> Void
+    _ connection: Connection, reason: DefaultsRemoteChange.Reason, keys: [String]?,
+    _ change: (inout Connection.State) -> Void
   ) {
     let handler = server.withLock { server -> (@Sendable (DefaultsRemoteChange) -> Void)? in
       guard var state = server.connections[connection.id] else { return nil }
@@ -129,15 +153,20 @@ public final class MemoryCloud: Sendable {
       server.connections[connection.id] = state
       return server.handlers[connection.id]
     }
-    handler?(DefaultsRemoteChange(reason: reason, keys: nil))
+    handler?(DefaultsRemoteChange(reason: reason, keys: keys))
   }
 
-  fileprivate func withState<T>(_ id: Connection.ID, _ body: (inout Connection.State) -> T) -> T {
+  fileprivate func withState<T: Sendable>(_ id: Connection.ID, _ body: (inout Connection.State) -> T) -> T {
     server.withLock { server in
       var state = server.connections[id]!
       defer { server.connections[id] = state }
       return body(&state)
     }
+  }
+
+  fileprivate func tell(_ id: Connection.ID, _ change: DefaultsRemoteChange) {
+    let handler = server.withLock { $0.handlers[id] }
+    handler?(change)
   }
 
   fileprivate func setHandler(_ id: Connection.ID, _ handler: (@Sendable (DefaultsRemoteChange) -> Void)?) {
@@ -187,12 +216,19 @@ public final class MemoryCloud: Sendable {
     }
 
     /// Writes into the local copy at once and queues each entry for upload (``MemoryCloud/Delivery/upload(_:)``).
-    public func store(_ entries: [String: PropertyListValue]) throws(DefaultsError) {
-      cloud.withState(id) { state in
+    public func store(_ entries: [String: PropertyListValue], from device: String) throws(DefaultsError) {
+      let discarded = cloud.withState(id) { state -> Bool in
+        guard state.downloaded else { return true }
         for (key, value) in entries.sorted(by: { $0.key < $1.key }) {
           state.local[key] = value
           state.uploads.append((key, value))
         }
+        return false
+      }
+      if discarded {
+        cloud.tell(id, DefaultsRemoteChange(reason: .initialSync, keys: Array(entries.keys).sorted()))
+      } else if cloud.deliversAtOnce {
+        cloud.deliverAll()
       }
     }
   }

@@ -17,12 +17,9 @@ public final class SyncedFolder: DefaultsRemote {
   /// The folder.
   public let folder: URL
 
-  private struct Started: Sendable {
-    var own: DefaultsStore?
-    var watch: FileWatch?
-  }
-
-  private let started = Locked(Started())
+  /// Each device's file store, opened at its first start (a folder may serve several stores in one process, each its
+  /// own device).
+  private let files = Locked<[String: DefaultsStore]>([:])
 
   /// A remote in `folder` (made when the sync starts, if missing).
   public init(_ folder: URL) {
@@ -30,25 +27,24 @@ public final class SyncedFolder: DefaultsRemote {
   }
 
   /// A folder has no limits.
-  public var limits: DefaultsRemoteLimits { .none }
+  public var limits: DefaultsRemoteLimits { .unlimited }
 
   /// Opens this device's file and watches the folder until the token ends.
   public func start(device: String, onChange: @escaping @Sendable (DefaultsRemoteChange) -> Void)
     -> DefaultsObservation
   {
     try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    let own = DefaultsStore(fileURL: folder.appendingPathComponent(device + ".plist"))
+    if files.withLock({ $0[device] }) == nil, let file = DefaultsStore(fileURL: fileURL(of: device)) {
+      files.withLock { $0[device] = $0[device] ?? file }
+    }
     let watch = FileSystem.posix.watch(folder.path, "") {
       onChange(DefaultsRemoteChange(reason: .serverChange, keys: nil))
     }
-    started.withLock { $0 = Started(own: own, watch: watch) }
-    return DefaultsObservation { [weak self] in
-      let watch = self?.started.withLock { started in
-        defer { started = Started() }
-        return started.watch
-      }
-      watch?.cancel()
-    }
+    return DefaultsObservation { watch?.cancel() }
+  }
+
+  private func fileURL(of device: String) -> URL {
+    folder.appendingPathComponent(device + ".plist")
   }
 
   /// For each key, the entry with the greatest stamp among every device's file.
@@ -69,9 +65,9 @@ public final class SyncedFolder: DefaultsRemote {
   }
 
   /// Writes the entries into this device's file, in one atomic save.
-  public func store(_ entries: [String: PropertyListValue]) throws(DefaultsError) {
-    guard let own = started.withLock({ $0.own }) else {
-      throw .syncFailed(reason: "the folder \(folder.path) cannot hold this device's file")
+  public func store(_ entries: [String: PropertyListValue], from device: String) throws(DefaultsError) {
+    guard let own = files.withLock({ $0[device] }) ?? DefaultsStore(fileURL: fileURL(of: device)) else {
+      throw .syncFailed(reason: "the folder \(folder.path) cannot hold a file named \(device).plist")
     }
     do {
       try own.edit { tx in

@@ -9,6 +9,14 @@ import Testing
 #elseif canImport(Darwin)
   import Darwin
 #endif
+// `timespec`'s members may come through these on Linux, depending on the modules the build loads (see the library's
+// FileSystem.swift).
+#if canImport(CDispatch)
+  import CDispatch
+#endif
+#if canImport(CoreFoundation)
+  import CoreFoundation
+#endif
 
 /// When a save was complete on disk (``DefaultsStore/lastSaveCommittedNanoseconds``): the moment the benchmark's
 /// cross-process latency starts from, on the monotonic clock every process shares.

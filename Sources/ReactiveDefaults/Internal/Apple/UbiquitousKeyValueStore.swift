@@ -2,7 +2,7 @@
 // here is checked against its page in Apple's documentation (named in issue 37's note).
 
 #if canImport(Darwin)
-  public import Foundation
+  import Foundation
 
   /// iCloud's key-value store (`NSUbiquitousKeyValueStore.default`) as a sync's remote: ``DefaultsRemote/iCloud``.
   ///
@@ -72,7 +72,7 @@
     }
 
     /// Writes each entry (`set(_:forKey:)`); the system uploads them in the background.
-    public func store(_ entries: [String: PropertyListValue]) throws(DefaultsError) {
+    public func store(_ entries: [String: PropertyListValue], from device: String) throws(DefaultsError) {
       let store = NSUbiquitousKeyValueStore.default
       for (key, entry) in entries { store.set(entry.foundationObject, forKey: key) }
     }

@@ -27,7 +27,12 @@ final class SyncEngine: Sendable {
     var receivers: [(PropertyListKey, SyncKeyReceiver)] = []
     var remoteToken: DefaultsObservation?
     var idleWaiters: [@Sendable () -> Void] = []
+    /// Milliseconds before every key is looked at again after a push discarded before the first download.
+    var initialSyncRetry = SyncEngine.firstInitialSyncRetry
   }
+
+  static let firstInitialSyncRetry = 250
+  static let longestInitialSyncRetry = 60_000
 
   private let work = Locked(Work())
 
@@ -110,8 +115,16 @@ final class SyncEngine: Sendable {
       report(.syncQuotaExceeded)
       setStatus(.problem(.syncQuotaExceeded))
     case .initialSync:
-      schedule(pull: [])
+      // A push was discarded: the device's first download from the server has not happened yet (Apple's
+      // NSUbiquitousKeyValueStoreInitialSyncChange). Every key is looked at again later, backing off (a push before
+      // the download ends is discarded again), and at the download's own changes.
+      let delay = work.withLock { work -> Int in
+        defer { work.initialSyncRetry = min(work.initialSyncRetry * 2, Self.longestInitialSyncRetry) }
+        return work.initialSyncRetry
+      }
+      queue.asyncAfter(deadline: .now() + .milliseconds(delay)) { [weak self] in self?.schedule(pull: []) }
     case .serverChange:
+      work.withLock { $0.initialSyncRetry = Self.firstInitialSyncRetry }
       schedule(pull: change.keys.map { keys in Set(keys.map { PropertyListKey($0) }) } ?? [])
     }
   }
@@ -236,7 +249,9 @@ final class SyncEngine: Sendable {
     }
     let accepted = entries.filter { refused[$0.key] == nil }
     guard !accepted.isEmpty else { return firstProblem }
-    try remote.store(accepted)
+    // A sync cancelled meanwhile pushes nothing more.
+    guard let device = work.withLock({ $0.ended ? nil : $0.device }) else { return firstProblem }
+    try remote.store(accepted, from: device)
     try store.edit { tx in
       guard var state = SyncState(tx.stored(forName: DefaultsSync.stateKey)) else { return }
       let before = state
@@ -249,6 +264,7 @@ final class SyncEngine: Sendable {
   // MARK: Status and problems
 
   private func report(_ problem: DefaultsError) {
+    guard !work.withLock({ $0.ended }) else { return }
     store.hub.announce(problem)
   }
 

@@ -1,0 +1,135 @@
+// What a run of a DevicePlan produced, and the sync's contract checked on it.
+
+/// A stamp as a remote entry holds it.
+package struct DeviceStamp: Codable, Sendable, Equatable, Comparable {
+  package var wall: Int64
+  package var counter: Int64
+  package var device: String
+
+  package init(wall: Int64, counter: Int64, device: String) {
+    (self.wall, self.counter, self.device) = (wall, counter, device)
+  }
+
+  package static func < (left: DeviceStamp, right: DeviceStamp) -> Bool {
+    if left.wall != right.wall { return left.wall < right.wall }
+    if left.counter != right.counter { return left.counter < right.counter }
+    return Array(left.device.utf8).lexicographicallyPrecedes(right.device.utf8)
+  }
+}
+
+/// What one run of a plan left and saw.
+package struct DeviceHistory: Codable, Sendable, Equatable {
+  /// An entry that reached the remote: the cloud model's server (in arrival order), or a device's file (its last).
+  package struct Upload: Codable, Sendable, Equatable {
+    package var account: String
+    package var key: Int
+    /// The value (nil: a removal).
+    package var value: Int?
+    package var stamp: DeviceStamp
+
+    package init(account: String, key: Int, value: Int?, stamp: DeviceStamp) {
+      (self.account, self.key, self.value, self.stamp) = (account, key, value, stamp)
+    }
+  }
+
+  /// A write (or removal: nil) a device made, at operation `operation`, on `account`, when its clock read `wall`
+  /// (the least wall time its stamp can have: it is stamped then or later).
+  package struct Write: Codable, Sendable, Equatable {
+    package var operation: Int
+    package var device: Int
+    package var key: Int
+    package var value: Int?
+    package var account: String
+    package var wall: Int64
+    /// Made while the device's sync was stopped (a folder device offline), and undone before it started again: the
+    /// sync, which sees only the value its store holds when it starts, has nothing to push.
+    package var undone = false
+
+    package init(operation: Int, device: Int, key: Int, value: Int?, account: String, wall: Int64) {
+      (self.operation, self.device, self.key, self.value, self.account) = (operation, device, key, value, account)
+      self.wall = wall
+    }
+  }
+
+  /// Each device's sync name (its file's name in a folder), nil for a device that never joined.
+  package var deviceNames: [String?] = []
+  /// The account every device is on at the end.
+  package var finalAccount = "A"
+  /// Each device's stored value of each key at the end (nil: none); empty for a device that never joined.
+  package var finalValues: [[Int?]] = []
+  /// What each device's observer of each key heard, in order.
+  package var heard: [[[Int?]]] = []
+  package var uploads: [Upload] = []
+  package var writes: [Write] = []
+  /// A device's run problems (a sync never idle, a problem reported): each is a failure.
+  package var problems: [String] = []
+
+  package init() {}
+
+  /// Every rule the history breaks, as sentences (empty: none).
+  package func violations(of plan: DevicePlan) -> [String] {
+    var found = problems
+    let joined = deviceNames.indices.filter { deviceNames[$0] != nil }
+    let final = uploads.filter { $0.account == finalAccount }
+    for key in DevicePlan.keys.indices {
+      let entries = final.filter { $0.key == key }
+      // Convergence to the greatest stamp, for a key some device wrote.
+      if let best = entries.max(by: { $0.stamp < $1.stamp }) {
+        for device in joined where finalValues[device][key] != best.value {
+          found.append(
+            "key \(key): device \(device) holds \(describe(finalValues[device][key])), not \(describe(best.value)) "
+              + "of the greatest stamp \(best.stamp)")
+        }
+      }
+      // No re-stamp: an entry's stamp names the device that made that write.
+      for upload in uploads where upload.key == key {
+        let makers = writes.filter { $0.key == key && $0.value == upload.value && $0.account == upload.account }
+          .compactMap { deviceNames[$0.device] }
+        if !makers.contains(upload.stamp.device) {
+          found.append(
+            "key \(key): \(describe(upload.value)) reached account \(upload.account) stamped by \(upload.stamp.device), "
+              + "which did not write it there (a pull re-stamped, or a value never written was pushed)")
+        }
+        if let value = upload.value, value >= DevicePlan.ownValueBase {
+          found.append("key \(key): a device's own value \(value) from before its sync was pushed")
+        }
+      }
+      // No lost write: each device's last write of the key on the final account reached it, or lost to an entry
+      // stamped later than that write can be (a device that had not seen the other's write, with a clock behind).
+      for device in joined {
+        guard let last = writes.last(where: { $0.device == device && $0.key == key }), last.account == finalAccount,
+          !last.undone
+        else { continue }
+        let name = deviceNames[device]
+        let reached = entries.contains { $0.value == last.value && $0.stamp.device == name }
+        let beaten = entries.contains { $0.stamp.device != name && $0.stamp.wall >= last.wall }
+        // A removal where the remote never held the key, by a device whose sync never saw it hold one (written and
+        // removed while offline), changes nothing to push.
+        let nothingToRemove = last.value == nil && entries.isEmpty
+        if !reached && !beaten && !nothingToRemove {
+          found.append(
+            "key \(key): device \(device)'s last write \(describe(last.value)) (operation \(last.operation), clock "
+              + "\(last.wall)) never reached account \(finalAccount), and no later stamp beat it")
+        }
+      }
+      // Observers: told once per change, and left on the stored value.
+      for device in joined {
+        let values = heard[device][key]
+        for (earlier, later) in zip(values, values.dropFirst()) where earlier == later {
+          found.append("key \(key): device \(device)'s observer heard \(describe(later)) twice in a row: \(values)")
+          break
+        }
+        if values.last != finalValues[device][key] {
+          found.append(
+            "key \(key): device \(device)'s observer was left on \(describe(values.last ?? nil)), the store holds "
+              + describe(finalValues[device][key]))
+        }
+      }
+    }
+    return found
+  }
+
+  private func describe(_ value: Int?) -> String {
+    value.map(String.init) ?? "nothing"
+  }
+}

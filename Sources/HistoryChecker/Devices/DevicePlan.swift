@@ -1,0 +1,99 @@
+// The plan of one randomized history of devices that sync settings (issue 37's checker): devices with skewed clocks
+// writing, removing, going offline, restarting, joining as fresh installs and switching accounts, over a model of
+// iCloud's key-value store whose deliveries the plan orders, or over a synced folder. Made from a seed, so that any
+// history can be run again; shrunk by dropping operations.
+
+/// One history of 2-4 devices.
+package struct DevicePlan: Codable, Sendable, Equatable {
+  /// One step of the history. After each, the runner waits until every device's sync is idle.
+  package enum Operation: Codable, Sendable, Equatable {
+    /// The device writes `value` (unique in the plan) to the key.
+    case write(device: Int, key: Int, value: Int)
+    /// The device removes the key.
+    case remove(device: Int, key: Int)
+    /// One waiting delivery of the cloud model moves: the `pick`-th (modulo their count) of those of online devices.
+    case deliver(pick: Int)
+    /// The device's connection is told of a download once more (a duplicated notification).
+    case duplicate(device: Int)
+    /// The device goes offline (cloud: nothing of its moves; folder: its sync stops) or comes back.
+    case offline(device: Int)
+    case online(device: Int)
+    /// The device's app restarts: its sync ends and a new one starts over the same store.
+    case restart(device: Int)
+    /// A fresh install joins: the device's sync starts (its store holds its own values from before).
+    case join(device: Int)
+    /// Wall time passes on every device.
+    case tick(milliseconds: Int)
+    /// The device's user switches to the other account (cloud only).
+    case switchAccount(device: Int)
+  }
+
+  package var seed: UInt64
+  /// Over the synced folder (else the cloud model).
+  package var folder: Bool
+  /// Each device's clock skew in milliseconds, within ± 3 hours.
+  package var skews: [Int64]
+  /// Whether each device's sync runs from the start (else it joins later).
+  package var startsJoined: [Bool]
+  /// Each device's own value of each key before its sync starts (nil: none); such values are 1,000,000 or more and
+  /// must never be pushed.
+  package var ownValues: [[Int?]]
+  package var operations: [Operation]
+
+  /// The synced keys.
+  package static let keys = ["a", "b", "c"]
+  /// The first of the values devices hold before their sync starts.
+  package static let ownValueBase = 1_000_000
+
+  package var devices: Int { skews.count }
+
+  /// The plan of `seed`: 2-4 devices, 15-60 operations.
+  package static func make(seed: UInt64, folder: Bool) -> DevicePlan {
+    var random = SeededGenerator(seed: seed)
+    let devices = Int.random(in: 2...4, using: &random)
+    let threeHours: Int64 = 3 * 3_600_000
+    let skews = (0..<devices).map { _ in Int64.random(in: -threeHours...threeHours, using: &random) }
+    let startsJoined = (0..<devices).map { $0 < 2 || Bool.random(using: &random) }
+    let ownValues = (0..<devices).map { device in
+      keys.indices.map { key in
+        Int.random(in: 0..<10, using: &random) < 3 ? ownValueBase + device * 10 + key : nil
+      }
+    }
+    var joined = startsJoined
+    var operations: [Operation] = []
+    for index in 0..<Int.random(in: 15...60, using: &random) {
+      let device = Int.random(in: 0..<devices, using: &random)
+      let key = Int.random(in: 0..<keys.count, using: &random)
+      let roll = Int.random(in: 0..<100, using: &random)
+      guard joined[device] else {
+        if roll < 30 {
+          joined[device] = true
+          operations.append(.join(device: device))
+        }
+        continue
+      }
+      switch roll {
+      case 0..<30: operations.append(.write(device: device, key: key, value: index + 1))
+      case 30..<36: operations.append(.remove(device: device, key: key))
+      case 36..<66:
+        operations.append(folder ? .tick(milliseconds: 1) : .deliver(pick: Int.random(in: 0..<16, using: &random)))
+      case 66..<69: if !folder { operations.append(.duplicate(device: device)) }
+      case 69..<74: operations.append(.offline(device: device))
+      case 74..<81: operations.append(.online(device: device))
+      case 81..<85: operations.append(.restart(device: device))
+      case 85..<97: operations.append(.tick(milliseconds: Int.random(in: 0...5_000, using: &random)))
+      default: if !folder { operations.append(.switchAccount(device: device)) }
+      }
+    }
+    return DevicePlan(
+      seed: seed, folder: folder, skews: skews, startsJoined: startsJoined, ownValues: ownValues,
+      operations: operations)
+  }
+
+  /// The plan without operation `index` (a write's value stays unique).
+  package func dropping(_ index: Int) -> DevicePlan {
+    var plan = self
+    plan.operations.remove(at: index)
+    return plan
+  }
+}
