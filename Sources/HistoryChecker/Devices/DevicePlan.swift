@@ -45,6 +45,13 @@ package struct DevicePlan: Codable, Sendable, Equatable {
   /// The first of the values devices hold before their sync starts.
   package static let ownValueBase = 1_000_000
 
+  package init(
+    seed: UInt64, folder: Bool, skews: [Int64], startsJoined: [Bool], ownValues: [[Int?]], operations: [Operation]
+  ) {
+    (self.seed, self.folder, self.skews, self.startsJoined) = (seed, folder, skews, startsJoined)
+    (self.ownValues, self.operations) = (ownValues, operations)
+  }
+
   package var devices: Int { skews.count }
 
   /// The plan of `seed`: 2-4 devices, 15-60 operations.
