@@ -26,13 +26,16 @@ public protocol DefaultsRemote: AnyObject, Sendable {
   func store(_ entries: [String: PropertyListValue], from device: String) throws(DefaultsError)
 
   /// Asks the remote to exchange with other devices now (iCloud: `synchronize()`); called when the sync starts and
-  /// when the app comes to the foreground.
-  func synchronize()
+  /// by ``DefaultsSync/synchronize()``.
+  ///
+  /// - Throws: ``DefaultsError/syncFailed(reason:)`` when the remote cannot (iCloud: the app lacks the entitlement,
+  ///   or nobody is signed in).
+  func synchronize() throws(DefaultsError)
 }
 
 extension DefaultsRemote {
   /// Does nothing: a remote with no server to ask.
-  public func synchronize() {}
+  public func synchronize() throws(DefaultsError) {}
 }
 
 /// What a remote accepts.

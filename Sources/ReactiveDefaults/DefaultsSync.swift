@@ -64,7 +64,7 @@ public final class DefaultsSync: Sendable {
 
   /// Pulls every key from the remote and pushes what it lacks, now; call it when the app comes to the foreground.
   public func synchronize() {
-    engine.remote.synchronize()
+    engine.synchronizeRemote()
     engine.schedule(pull: [])
   }
 

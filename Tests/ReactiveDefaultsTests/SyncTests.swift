@@ -259,3 +259,11 @@ private let hour: Int64 = 3_600_000
     #expect(cloud.entries().keys.sorted() == ["level"])
   }
 }
+
+#if canImport(Darwin)
+  /// Compiled on Apple platforms, never run (a test process has no iCloud entitlement): `.iCloud` is a remote that
+  /// `sync` takes.
+  private func syncsThroughICloud(_ store: DefaultsStore) -> DefaultsSync {
+    store.sync(DefaultsKey<Int>("level", default: 1), with: .iCloud)
+  }
+#endif

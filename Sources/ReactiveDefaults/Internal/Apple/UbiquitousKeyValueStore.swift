@@ -12,7 +12,9 @@
   /// exception). The store's changes from other devices arrive with their reason: an initial download, an account
   /// change (the new account's values win, and nothing of the old one is pushed into it) and a quota violation each
   /// get their own handling. The store is asked to synchronize when the sync starts and each time the app comes to
-  /// the foreground.
+  /// the foreground (UIKit's and AppKit's notifications: on watchOS, which posts neither, call
+  /// ``DefaultsSync/synchronize()`` when the app becomes active). Run the iCloud sync in the app only: an app
+  /// extension (a widget) reads the app group's suite, which the app's sync keeps up to date.
   public final class UbiquitousKeyValueStore: DefaultsRemote {
     /// The one remote over the app's iCloud key-value store.
     public static let shared = UbiquitousKeyValueStore()
@@ -78,8 +80,16 @@
     }
 
     /// Asks the system to exchange with iCloud now (`synchronize()`).
-    public func synchronize() {
-      NSUbiquitousKeyValueStore.default.synchronize()
+    ///
+    /// - Throws: ``DefaultsError/syncFailed(reason:)`` when it answers false: Apple documents that for an app
+    ///   without the iCloud key-value storage entitlement (or with nobody signed in to iCloud).
+    public func synchronize() throws(DefaultsError) {
+      guard NSUbiquitousKeyValueStore.default.synchronize() else {
+        throw .syncFailed(
+          reason: "iCloud's key-value store could not synchronize: sign the app with the iCloud key-value storage "
+            + "entitlement (com.apple.developer.ubiquity-kvstore-identifier), and check that the user is signed in "
+            + "to iCloud")
+      }
     }
   }
 

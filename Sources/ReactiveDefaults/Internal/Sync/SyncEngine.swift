@@ -71,7 +71,7 @@ final class SyncEngine: Sendable {
     if start {
       let token = remote.start(device: device) { [weak self] change in self?.remoteChanged(change) }
       work.withLock { $0.remoteToken = token }
-      remote.synchronize()
+      synchronizeRemote()
     }
     schedule(pull: Set(added))
   }
@@ -91,6 +91,16 @@ final class SyncEngine: Sendable {
     } catch {
       report(error as? DefaultsError ?? .syncFailed(reason: "\(error)"))
       return work.withLock { $0.device } ?? UUID().uuidString
+    }
+  }
+
+  /// Asks the remote to exchange now; a failure is reported (the sync goes on with what the remote has).
+  func synchronizeRemote() {
+    do {
+      try remote.synchronize()
+    } catch {
+      report(error)
+      setStatus(.problem(error))
     }
   }
 
