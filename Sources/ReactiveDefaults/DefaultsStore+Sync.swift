@@ -18,11 +18,13 @@ extension DefaultsStore {
   }
 
   /// Syncs keys by name, with a wall clock of the caller's in milliseconds since 1970 (the tests and the device
-  /// checker skew it).
+  /// checker skew it), local writes waiting `coalescing` for more before their run (the device checker, which waits
+  /// for every sync to be idle after each step, runs them at once).
   @_spi(Tools) public func sync(
-    _ names: [String], with remote: any DefaultsRemote, now: @escaping @Sendable () -> Int64
+    _ names: [String], with remote: any DefaultsRemote, now: @escaping @Sendable () -> Int64,
+    coalescing: Duration = .milliseconds(50)
   ) -> DefaultsSync {
-    let engine = SyncEngine(store: self, remote: remote, now: now)
+    let engine = SyncEngine(store: self, remote: remote, now: now, coalescing: coalescing)
     engine.add(names)
     return DefaultsSync(engine: engine)
   }

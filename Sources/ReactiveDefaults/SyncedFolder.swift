@@ -37,10 +37,34 @@ public final class SyncedFolder: DefaultsRemote {
     if files.withLock({ $0[device] }) == nil, let file = DefaultsStore(fileURL: fileURL(of: device)) {
       files.withLock { $0[device] = $0[device] ?? file }
     }
-    let watch = FileSystem.posix.watch(folder.path, "") {
-      onChange(DefaultsRemoteChange(reason: .serverChange, keys: nil))
+    // The folder's events include this device's own saves (its plist, lock and journal): only another device's file
+    // arriving, changing or going is a change of the remote.
+    let seen = Locked(otherFiles(than: device))
+    let watch = FileSystem.posix.watch(folder.path, "") { [weak self] in
+      guard let self else { return }
+      let now = otherFiles(than: device)
+      let changed = seen.withLock { seen in
+        defer { seen = now }
+        return seen != now
+      }
+      if changed { onChange(DefaultsRemoteChange(reason: .serverChange, keys: nil)) }
     }
     return DefaultsObservation { watch?.cancel() }
+  }
+
+  /// The stamps of the other devices' files (each device's, and a file-sync tool's conflict copies).
+  private func otherFiles(than device: String) -> [String: SuiteFile.Stamp] {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+    var stamps: [String: SuiteFile.Stamp] = [:]
+    for name in names where Self.isDeviceFile(name) && name != device + ".plist" {
+      stamps[name] = SuiteFile(folder: folder.path, fileName: name, system: .posix).stamp()
+    }
+    return stamps
+  }
+
+  /// Whether a name is a device's file: a plist, not hidden.
+  private static func isDeviceFile(_ name: String) -> Bool {
+    name.hasSuffix(".plist") && !name.hasPrefix(".")
   }
 
   private func fileURL(of device: String) -> URL {
@@ -51,7 +75,7 @@ public final class SyncedFolder: DefaultsRemote {
   public func entries() -> [String: PropertyListValue] {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
     var newest: [PropertyListKey: (entry: SyncEntry, stored: PropertyListValue)] = [:]
-    for name in names.sorted() where name.hasSuffix(".plist") && !name.hasPrefix(".") {
+    for name in names.sorted() where Self.isDeviceFile(name) {
       // Every save of a device's file is a rename: a read without its lock sees one whole version.
       let file = SuiteFile(folder: folder.path, fileName: name, system: .posix)
       guard let entries = (try? file.settledRead())??.entries else { continue }

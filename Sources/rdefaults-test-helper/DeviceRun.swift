@@ -103,7 +103,8 @@ final class DeviceRun {
     let skew = plan.skews[index]
     let time = time
     let remote: any DefaultsRemote = self.remote ?? device.connection
-    devices[index]?.sync = device.store.sync(DevicePlan.keys, with: remote) { time.value + skew }
+    devices[index]?.sync = device.store.sync(
+      DevicePlan.keys, with: remote, now: { time.value + skew }, coalescing: .zero)
   }
 
   /// The device's clock now.

@@ -148,6 +148,11 @@ func run(_ settings: Settings) throws {
     try CrossProcess.measure(samples: samples, fileStore: true)
   }
 
+  // Sync across devices: the cost on the writing thread, and a write's way to another device through a folder.
+  row("sync_write_overhead", SyncScenarios.writeOverhead(settings), target: "≤ 1.5")
+  // The sync waits 50 ms for more local writes before stamping and pushing them (one run for a burst).
+  latencyRows("sync_folder", p50: "≤ 100", p99: "≤ 250") { SyncScenarios.folderLatency(samples: samples) }
+
   // The tool: `rdefaults import` and `export` of 100,000 keys ÷ Python's plistlib load + dump of the same file.
   if settings.wants("cli_import_100k_vs_python", "cli_export_100k_vs_python") {
     if let measured = try ImportExport.measure(settings) {

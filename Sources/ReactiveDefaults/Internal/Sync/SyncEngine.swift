@@ -36,10 +36,17 @@ final class SyncEngine: Sendable {
 
   private let work = Locked(Work())
 
-  init(store: DefaultsStore, remote: any DefaultsRemote, now: @escaping @Sendable () -> Int64 = SyncClock.now) {
+  /// How long local writes wait for more before their run (remote changes do not wait).
+  let coalescing: Duration
+
+  init(
+    store: DefaultsStore, remote: any DefaultsRemote, now: @escaping @Sendable () -> Int64 = SyncClock.now,
+    coalescing: Duration = .milliseconds(50)
+  ) {
     self.store = store
     self.remote = remote
     self.now = now
+    self.coalescing = coalescing
   }
 
   // MARK: Starting and stopping
@@ -154,7 +161,17 @@ final class SyncEngine: Sendable {
       defer { work.scheduled = true }
       return !work.scheduled
     }
-    if start { queue.async { [self] in run() } }
+    if start { dispatch(urgent: pull != nil) }
+  }
+
+  /// Queues a run: at once for the remote's changes, after ``coalescing`` for local writes alone (a burst of writes
+  /// is stamped and pushed in one run, and the writing thread does not meet the sync's edit at every write).
+  private func dispatch(urgent: Bool) {
+    if urgent || coalescing == .zero {
+      queue.async { [self] in run() }
+    } else {
+      queue.asyncAfter(deadline: .now() + .nanoseconds(Int(coalescing / .nanoseconds(1)))) { [self] in run() }
+    }
   }
 
   /// Runs `action` once every run asked for so far is done (tests and ``DefaultsSync/waitUntilIdle(timeout:)``).
@@ -177,26 +194,25 @@ final class SyncEngine: Sendable {
     var accountChanged: Bool
   }
 
-  /// Runs batches until no work is left, then tells those waiting for the sync to be idle.
+  /// Runs the work asked for so far; queues the next run when more came meanwhile, else tells those waiting for the
+  /// sync to be idle.
   private func run() {
-    while true {
-      let next = work.withLock { work -> (Batch?, [@Sendable () -> Void]) in
-        let idle = work.ended || (work.changed.isEmpty && work.pull == nil && !work.accountChanged)
-        guard !idle else {
-          work.scheduled = false
-          defer { work.idleWaiters = [] }
-          return (nil, work.idleWaiters)
-        }
-        defer { (work.changed, work.pull, work.accountChanged) = ([], nil, false) }
-        let batch = Batch(keys: work.keys, changed: work.changed, pull: work.pull, accountChanged: work.accountChanged)
-        return (batch, [])
-      }
-      guard let batch = next.0 else {
-        for waiter in next.1 { waiter() }
-        return
-      }
-      run(batch)
+    let batch = work.withLock { work -> Batch? in
+      guard !work.ended, !work.changed.isEmpty || work.pull != nil || work.accountChanged else { return nil }
+      defer { (work.changed, work.pull, work.accountChanged) = ([], nil, false) }
+      return Batch(keys: work.keys, changed: work.changed, pull: work.pull, accountChanged: work.accountChanged)
     }
+    if let batch { run(batch) }
+    let (next, waiters) = work.withLock { work -> (Bool?, [@Sendable () -> Void]) in
+      guard work.ended || (work.changed.isEmpty && work.pull == nil && !work.accountChanged) else {
+        return (work.pull != nil || work.accountChanged, [])
+      }
+      work.scheduled = false
+      defer { work.idleWaiters = [] }
+      return (nil, work.idleWaiters)
+    }
+    if let urgent = next { dispatch(urgent: urgent) }
+    for waiter in waiters { waiter() }
   }
 
   private func run(_ batch: Batch) {
@@ -215,31 +231,56 @@ final class SyncEngine: Sendable {
     setStatus(problem.map { .problem($0) } ?? .idle)
   }
 
-  /// One edit: stamps local writes, applies winning remote entries, records the state; returns what to push.
+  /// What a batch decides, from the sync's state and the store's own values.
+  private struct Decision {
+    var state: SyncState
+    var writes: [(key: String, write: StorageWrite)] = []
+    var pushes: [PropertyListKey: SyncEntry] = [:]
+  }
+
+  /// Stamps local writes, applies winning remote entries to `state`: a function of values.
+  private func decision(
+    _ batch: Batch, state: SyncState, own: [PropertyListKey: PropertyListValue], withRemote: [PropertyListKey],
+    remoteEntries: [String: PropertyListValue]?
+  ) -> Decision {
+    var decision = Decision(state: state)
+    if batch.accountChanged {
+      decision.state.resetForNewAccount(current: Dictionary(uniqueKeysWithValues: batch.keys.map { ($0, own[$0]) }))
+    }
+    let time = now()
+    for key in batch.keys where batch.changed.contains(key) && !withRemote.contains(key) {
+      let outcome = decision.state.reconcile(key, current: own[key], remote: nil, remoteKnown: false, now: time)
+      if let push = outcome.push { decision.pushes[key] = push }
+    }
+    for key in withRemote {
+      let entry = remoteEntries?[key.string].flatMap(SyncEntry.init)
+      let outcome = decision.state.reconcile(key, current: own[key], remote: entry, remoteKnown: true, now: time)
+      if let write = outcome.write { decision.writes.append((key.string, write.map(StorageWrite.set) ?? .remove)) }
+      if let push = outcome.push { decision.pushes[key] = push }
+    }
+    return decision
+  }
+
+  /// Decides the batch in one edit (stamps, pulled values and the state written together, under the suite's lock);
+  /// returns what to push. A batch that, on the values this process sees, would change nothing takes no edit: a
+  /// remote change this device already holds, a write already stamped (the writing thread then never waits for the
+  /// sync's edit).
   private func decide(
     _ batch: Batch, withRemote: [PropertyListKey], remoteEntries: [String: PropertyListValue]?
   ) throws -> [PropertyListKey: SyncEntry] {
-    try store.edit { tx -> [PropertyListKey: SyncEntry] in
-      var state = SyncState(tx.stored(forName: DefaultsSync.stateKey)) ?? SyncState(device: device)
-      let before = state
-      let own = store.hub.storage.snapshot()
-      if batch.accountChanged {
-        state.resetForNewAccount(current: Dictionary(uniqueKeysWithValues: batch.keys.map { ($0, own[$0]) }))
-      }
-      var pushes: [PropertyListKey: SyncEntry] = [:]
-      let time = now()
-      for key in batch.keys where batch.changed.contains(key) && !withRemote.contains(key) {
-        let outcome = state.reconcile(key, current: own[key], remote: nil, remoteKnown: false, now: time)
-        if let push = outcome.push { pushes[key] = push }
-      }
-      for key in withRemote {
-        let entry = remoteEntries?[key.string].flatMap(SyncEntry.init)
-        let outcome = state.reconcile(key, current: own[key], remote: entry, remoteKnown: true, now: time)
-        if let write = outcome.write { tx.record(write.map(StorageWrite.set) ?? .remove, forName: key.string) }
-        if let push = outcome.push { pushes[key] = push }
-      }
-      if state != before { tx.record(.set(state.propertyListValue), forName: DefaultsSync.stateKey) }
-      return pushes
+    let seen = SyncState(store.hub.storage.value(forKey: DefaultsSync.stateKey))
+    if let seen, !batch.accountChanged {
+      let dry = decision(
+        batch, state: seen, own: store.hub.storage.snapshot(), withRemote: withRemote, remoteEntries: remoteEntries)
+      if dry.state == seen && dry.writes.isEmpty && dry.pushes.isEmpty { return [:] }
+    }
+    return try store.edit { tx -> [PropertyListKey: SyncEntry] in
+      let before = SyncState(tx.stored(forName: DefaultsSync.stateKey)) ?? SyncState(device: device)
+      let decided = decision(
+        batch, state: before, own: store.hub.storage.snapshot(), withRemote: withRemote, remoteEntries: remoteEntries)
+      for write in decided.writes { tx.record(write.write, forName: write.key) }
+      if decided.state != before { tx.record(.set(decided.state.propertyListValue), forName: DefaultsSync.stateKey) }
+      return decided.pushes
     }
   }
 
@@ -259,8 +300,8 @@ final class SyncEngine: Sendable {
     }
     let accepted = entries.filter { refused[$0.key] == nil }
     guard !accepted.isEmpty else { return firstProblem }
-    // A sync cancelled meanwhile pushes nothing more.
-    guard let device = work.withLock({ $0.ended ? nil : $0.device }) else { return firstProblem }
+    // A run under way when its sync is cancelled still pushes what it stamped: a new sync of the store may have
+    // looked before the stamp was recorded, and would not push it.
     try remote.store(accepted, from: device)
     try store.edit { tx in
       guard var state = SyncState(tx.stored(forName: DefaultsSync.stateKey)) else { return }
