@@ -64,6 +64,32 @@ import Testing
     withExtendedLifetime(sync) {}
   }
 
+  /// A process killed after its write was saved in the suite, before its sync pushed it: the next start of a sync
+  /// of that suite finds the write unstamped and pushes it.
+  @Test func aWriteKilledBeforeItsPushIsPushedByTheNextStart() async throws {
+    let folder = makeConfigFolder() + "/synced"
+    let config = makeConfigFolder()
+    let suite = "killed-\(UUID())"
+    let killed = try RunningTool(
+      ["syncwrite", suite, folder, "level", "5", "--saved"], config: config, tool: "rdefaults-test-helper")
+    #expect(await killed.lines.wait(timeout: 30) { $0.contains("saved") }, "\(killed.errorLines.lines)")
+    await killed.kill(SIGKILL)
+    #expect(SyncedFolder(URL(fileURLWithPath: folder)).entries()["level"] == nil)
+    // Started again, writing the value the suite already holds (no change, so no write): only the start's look at
+    // the unstamped value can push it.
+    let again = try RunningTool(
+      ["syncwrite", suite, folder, "level", "5"], config: config, tool: "rdefaults-test-helper")
+    #expect(await again.lines.wait(timeout: 30) { $0.contains("synced") }, "\(again.errorLines.lines)")
+    let entries = SyncedFolder(URL(fileURLWithPath: folder)).entries()
+    again.send("")
+    #expect(await again.exited())
+    guard case .dictionary(let fields)? = entries["level"] else {
+      Issue.record("no entry of level: \(entries)")
+      return
+    }
+    #expect(fields["v"] == .integer(5))
+  }
+
   /// An app and its widget: two processes syncing one suite share one device (its name is in the suite), so the
   /// folder gets one file, not two devices fighting.
   @Test func twoProcessesOfOneSuiteAreOneDevice() async throws {
