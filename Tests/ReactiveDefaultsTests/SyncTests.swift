@@ -248,6 +248,29 @@ private let hour: Int64 = 3_600_000
     #expect(second.store[extra] == 8)
   }
 
+  /// A write of this device made while a pull is being applied, after the sync looked at the store: the pulled
+  /// value would overwrite it unstamped (an edit excludes edits, not plain writes); the write is made again and wins.
+  @Test(arguments: Storage.allCases) func aWriteDuringAPullIsNotOverwritten(_ storage: Storage) async throws {
+    let cloud = MemoryCloud()
+    let devices = [device(cloud, storage: storage), device(cloud, storage: storage)]
+    devices[0].store[.level] = 2
+    #expect(await devices[0].sync.waitUntilIdle(timeout: .seconds(30)))
+    let racing = devices[1].store
+    let raced = Recorder<Bool>()
+    SyncEngine.editLooked.withLock { hook in
+      hook = { store in
+        guard store === racing, raced.values.isEmpty else { return }
+        raced.append(true)
+        store[.level] = 7
+      }
+    }
+    defer { SyncEngine.editLooked.withLock { $0 = nil } }
+    try await settle(cloud, devices)
+    #expect(raced.values == [true])
+    #expect(devices[1].store[.level] == 7)
+    #expect(devices[0].store[.level] == 7)
+  }
+
   @Test func aCancelledSyncNeitherPullsNorPushes() async throws {
     let cloud = MemoryCloud()
     let devices = [device(cloud), device(cloud)]
