@@ -13,7 +13,7 @@ public protocol DefaultsRemote: AnyObject, Sendable {
   var limits: DefaultsRemoteLimits { get }
 
   /// Starts the remote for the device named `device` (its own file, in a folder), telling `onChange` of every change
-  /// that did not come from this remote's own ``store(_:)``, on any thread, until the returned token ends.
+  /// that did not come from this remote's own ``store(_:from:)``, on any thread, until the returned token ends.
   func start(device: String, onChange: @escaping @Sendable (DefaultsRemoteChange) -> Void) -> DefaultsObservation
 
   /// Every entry the remote holds now, by key.
@@ -28,8 +28,8 @@ public protocol DefaultsRemote: AnyObject, Sendable {
   /// Asks the remote to exchange with other devices now (iCloud: `synchronize()`); called when the sync starts and
   /// by ``DefaultsSync/synchronize()``.
   ///
-  /// - Throws: ``DefaultsError/syncFailed(reason:)`` when the remote cannot (iCloud: the app lacks the entitlement,
-  ///   or nobody is signed in).
+  /// - Throws: ``DefaultsError/syncFailed(reason:)`` when the remote cannot (iCloud: `synchronize()` answered
+  ///   false, which Apple documents for an app without the key-value storage entitlement).
   func synchronize() throws(DefaultsError)
 }
 
@@ -77,6 +77,9 @@ public struct DefaultsRemoteChange: Sendable, Equatable {
     case quotaViolation
     /// The user's account changed: the remote now holds the new account's entries.
     case accountChange
+    /// The app came to the foreground: the sync asks the remote to exchange now (``DefaultsRemote/synchronize()``,
+    /// a refusal reported) and looks at every key.
+    case foreground
   }
 
   /// Why the remote changed.

@@ -1,13 +1,15 @@
 public import Foundation
 
-/// A folder that a file-sync tool carries between machines (Syncthing, Dropbox, a network share), as a sync's
-/// remote (``DefaultsRemote/folder(_:)``), on every platform.
+/// A folder that a file-sync tool carries between machines (Syncthing, Dropbox), as a sync's remote
+/// (``DefaultsRemote/folder(_:)``), on every platform.
 ///
 /// Each device writes only its own file, `<device>.plist` (the device's name is the sync's, kept in the store), with
 /// atomic saves (a file store's: ``DefaultsStore/init(fileURL:)``), and reads everyone's: so the file-sync tool never
 /// sees two writers of one file, and never makes conflict copies. A key's remote entry is the one with the greatest
 /// stamp among all the files. The folder is watched: another device's file arriving or changing is pulled within
-/// milliseconds of the tool writing it.
+/// milliseconds of the tool writing it (Syncthing and Dropbox write a temporary file and rename it). On a network
+/// share (NFS, SMB) the file watches do not report other machines' changes: call ``DefaultsSync/synchronize()`` when
+/// the app starts or comes to the foreground.
 ///
 /// Files the folder's readers skip: names that do not end in `.plist` (the saves' `.lock` and `.journal` files, which
 /// the file-sync tool may ignore), hidden files, and a file that is not a property list (a device's file is read

@@ -10,8 +10,8 @@ extension DefaultsKeys {
   static let sidebarWidth = DefaultsKey<Int>("sidebarWidth", default: 240)
 }
 
-/// `folder`: on Linux, and any platform, a folder that Syncthing, Dropbox or a network share carries between
-/// machines, such as `~/Sync/settings`.
+/// `folder`: on Linux, and any platform, a folder that Syncthing or Dropbox carries between machines, such as
+/// `~/Sync/settings`.
 func startSync(of store: DefaultsStore, in folder: URL) -> DefaultsSync {
   let sync = store.sync(.accent, .fontSize, with: .folder(folder))
   // Apple platforms, with the iCloud key-value storage entitlement:

@@ -290,3 +290,55 @@ private let hour: Int64 = 3_600_000
     store.sync(DefaultsKey<Int>("level", default: 1), with: .iCloud)
   }
 #endif
+
+/// A remote whose `synchronize()` is refused (iCloud's, for an app without the entitlement), whose app comes to the
+/// foreground when the test says.
+private final class RefusingRemote: DefaultsRemote {
+  let limits = DefaultsRemoteLimits.unlimited
+  private let state = Locked(
+    (listeners: [@Sendable (DefaultsRemoteChange) -> Void](), entries: [String: PropertyListValue](), asked: 0))
+
+  func start(device: String, onChange: @escaping @Sendable (DefaultsRemoteChange) -> Void) -> DefaultsObservation {
+    state.withLock { $0.listeners.append(onChange) }
+    return DefaultsObservation {}
+  }
+
+  func entries() -> [String: PropertyListValue] { state.withLock { $0.entries } }
+
+  func store(_ entries: [String: PropertyListValue], from device: String) throws(DefaultsError) {
+    state.withLock { $0.entries.merge(entries) { $1 } }
+  }
+
+  func synchronize() throws(DefaultsError) {
+    state.withLock { $0.asked += 1 }
+    throw .syncFailed(reason: "refused")
+  }
+
+  var asked: Int { state.withLock { $0.asked } }
+
+  func comeToForeground() {
+    for listener in state.withLock({ $0.listeners }) { listener(DefaultsRemoteChange(reason: .foreground, keys: nil)) }
+  }
+}
+
+@Suite struct SyncForegroundTests {
+  @Test func aRefusedSynchronizeIsReportedAtStartAndAtEachForegroundWhichLooksAtEveryKey() async throws {
+    let remote = RefusingRemote()
+    let (mine, issues) = makeStore(.memory, #function + UUID().uuidString)
+    let sync = mine.sync(.level, with: remote)
+    #expect(remote.asked == 1)
+    #expect(issues.values == [.syncFailed(reason: "refused")])
+    // Another device pushes 5; this one hears nothing of it (the remote tells only at the foreground).
+    let (other, _) = makeStore(.memory, #function + UUID().uuidString)
+    let otherSync = other.sync(.level, with: remote)
+    other[.level] = 5
+    #expect(await otherSync.waitUntilIdle(timeout: .seconds(30)))
+    #expect(await sync.waitUntilIdle(timeout: .seconds(30)))
+    #expect(mine[.level] == 1)
+    remote.comeToForeground()
+    #expect(await sync.waitUntilIdle(timeout: .seconds(30)))
+    #expect(mine[.level] == 5)
+    #expect(issues.values == [.syncFailed(reason: "refused"), .syncFailed(reason: "refused")])
+    #expect(remote.asked == 4)  // each sync's start, and each at the foreground
+  }
+}

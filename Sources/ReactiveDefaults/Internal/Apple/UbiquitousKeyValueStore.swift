@@ -42,11 +42,12 @@
         let keys = notification.userInfo?[NSUbiquitousKeyValueStoreChangedKeysKey] as? [String]
         onChange(DefaultsRemoteChange(reason: Self.reason(reason), keys: keys))
       }
-      // UIKit's and AppKit's notification names, by their strings: the library links neither framework.
+      // UIKit's and AppKit's notification names, by their strings: the library links neither framework. The sync
+      // calls `synchronize()` (a refusal reported) and looks at every key.
       let foreground = ["UIApplicationWillEnterForegroundNotification", "NSApplicationDidBecomeActiveNotification"]
         .map { name in
           center.addObserver(forName: Notification.Name(name), object: nil, queue: nil) { _ in
-            NSUbiquitousKeyValueStore.default.synchronize()
+            onChange(DefaultsRemoteChange(reason: .foreground, keys: nil))
           }
         }
       let tokens = Tokens(tokens: [external] + foreground)
@@ -82,13 +83,12 @@
     /// Asks the system to exchange with iCloud now (`synchronize()`).
     ///
     /// - Throws: ``DefaultsError/syncFailed(reason:)`` when it answers false: Apple documents that for an app
-    ///   without the iCloud key-value storage entitlement (or with nobody signed in to iCloud).
+    ///   without the iCloud key-value storage entitlement.
     public func synchronize() throws(DefaultsError) {
       guard NSUbiquitousKeyValueStore.default.synchronize() else {
         throw .syncFailed(
           reason: "iCloud's key-value store could not synchronize: sign the app with the iCloud key-value storage "
-            + "entitlement (com.apple.developer.ubiquity-kvstore-identifier), and check that the user is signed in "
-            + "to iCloud")
+            + "entitlement (com.apple.developer.ubiquity-kvstore-identifier)")
       }
     }
   }

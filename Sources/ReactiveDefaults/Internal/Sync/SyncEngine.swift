@@ -153,6 +153,9 @@ final class SyncEngine: Sendable {
         return work.initialSyncRetry
       }
       queue.asyncAfter(deadline: .now() + .milliseconds(delay)) { [weak self] in self?.schedule(pull: []) }
+    case .foreground:
+      synchronizeRemote()
+      schedule(pull: [])
     case .serverChange:
       work.withLock { $0.initialSyncRetry = Self.firstInitialSyncRetry }
       schedule(pull: change.keys.map { keys in Set(keys.map { PropertyListKey($0) }) } ?? [])
@@ -200,20 +203,13 @@ final class SyncEngine: Sendable {
 
   private var device: String { work.withLock { $0.device } ?? UUID().uuidString }
 
-  private struct Batch {
-    var keys: [PropertyListKey]
-    var changed: Set<PropertyListKey>
-    var pull: Set<PropertyListKey>?
-    var accountChanged: Bool
-  }
-
   /// Runs the work asked for so far; queues the next run when more came meanwhile, else tells those waiting for the
   /// sync to be idle.
   private func run() {
-    let batch = work.withLock { work -> Batch? in
+    let batch = work.withLock { work -> SyncBatch? in
       guard !work.ended, !work.changed.isEmpty || work.pull != nil || work.accountChanged else { return nil }
       defer { (work.changed, work.pull, work.accountChanged) = ([], nil, false) }
-      return Batch(keys: work.keys, changed: work.changed, pull: work.pull, accountChanged: work.accountChanged)
+      return SyncBatch(keys: work.keys, changed: work.changed, pull: work.pull, accountChanged: work.accountChanged)
     }
     if let batch { run(batch) }
     let (next, waiters) = work.withLock { work -> (Bool?, [@Sendable () -> Void]) in
@@ -228,7 +224,7 @@ final class SyncEngine: Sendable {
     for waiter in waiters { waiter() }
   }
 
-  private func run(_ batch: Batch) {
+  private func run(_ batch: SyncBatch) {
     setStatus(.syncing)
     var problem: DefaultsError?
     do {
@@ -244,47 +240,18 @@ final class SyncEngine: Sendable {
     setStatus(problem.map { .problem($0) } ?? .idle)
   }
 
-  /// What a batch decides, from the sync's state and the store's own values.
-  private struct Decision {
-    var state: SyncState
-    var writes: [(key: String, write: StorageWrite)] = []
-    var pushes: [PropertyListKey: SyncEntry] = [:]
-  }
-
-  /// Stamps local writes, applies winning remote entries to `state`: a function of values.
-  private func decision(
-    _ batch: Batch, state: SyncState, own: [PropertyListKey: PropertyListValue], withRemote: [PropertyListKey],
-    remoteEntries: [String: PropertyListValue]?
-  ) -> Decision {
-    var decision = Decision(state: state)
-    if batch.accountChanged {
-      decision.state.resetForNewAccount(current: Dictionary(uniqueKeysWithValues: batch.keys.map { ($0, own[$0]) }))
-    }
-    let time = now()
-    for key in batch.keys where batch.changed.contains(key) && !withRemote.contains(key) {
-      let outcome = decision.state.reconcile(key, current: own[key], remote: nil, remoteKnown: false, now: time)
-      if let push = outcome.push { decision.pushes[key] = push }
-    }
-    for key in withRemote {
-      let entry = remoteEntries?[key.string].flatMap(SyncEntry.init)
-      let outcome = decision.state.reconcile(key, current: own[key], remote: entry, remoteKnown: true, now: time)
-      if let write = outcome.write { decision.writes.append((key.string, write.map(StorageWrite.set) ?? .remove)) }
-      if let push = outcome.push { decision.pushes[key] = push }
-    }
-    return decision
-  }
-
   /// Decides the batch in one edit (stamps, pulled values and the state written together, under the suite's lock);
   /// returns what to push. A batch that, on the values this process sees, would change nothing takes no edit: a
   /// remote change this device already holds, a write already stamped (the writing thread then never waits for the
   /// sync's edit).
   private func decide(
-    _ batch: Batch, withRemote: [PropertyListKey], remoteEntries: [String: PropertyListValue]?
+    _ batch: SyncBatch, withRemote: [PropertyListKey], remoteEntries: [String: PropertyListValue]?
   ) throws -> [PropertyListKey: SyncEntry] {
     let seen = SyncState(store.hub.storage.value(forKey: DefaultsSync.stateKey))
     if let seen, !batch.accountChanged {
-      let dry = decision(
-        batch, state: seen, own: store.hub.storage.snapshot(), withRemote: withRemote, remoteEntries: remoteEntries)
+      let dry = SyncDecision(
+        batch, state: seen, own: store.hub.storage.snapshot(), withRemote: withRemote, remoteEntries: remoteEntries,
+        time: now())
       if dry.state == seen && dry.writes.isEmpty && dry.pushes.isEmpty { return [:] }
     }
     // A write of this process made while the edit runs, after it looked at the store and before it applied a pulled
@@ -299,7 +266,8 @@ final class SyncEngine: Sendable {
         let before = SyncState(tx.stored(forName: DefaultsSync.stateKey)) ?? SyncState(device: device)
         looked = store.hub.storage.snapshot()
         Self.editLooked.withLock { $0 }?(store)
-        let decided = decision(batch, state: before, own: looked, withRemote: withRemote, remoteEntries: remoteEntries)
+        let decided = SyncDecision(
+          batch, state: before, own: looked, withRemote: withRemote, remoteEntries: remoteEntries, time: self.now())
         pulled = decided.writes
         for write in decided.writes { tx.record(write.write, forName: write.key) }
         if decided.state != before { tx.record(.set(decided.state.propertyListValue), forName: DefaultsSync.stateKey) }
