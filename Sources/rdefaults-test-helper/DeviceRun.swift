@@ -33,7 +33,7 @@ final class DeviceRun {
   private let cloud = MemoryCloud()
   private let folder: URL?
   /// The wall time every device's clock reads, before its skew (milliseconds since 1970: a day in 2027).
-  private let time = NSLockedValue<Int64>(1_800_000_000_000)
+  private let time = Guarded<Int64>(1_800_000_000_000)
   private let records: DeviceRecords
 
   private struct Device {
@@ -104,11 +104,11 @@ final class DeviceRun {
     let time = time
     let remote: any DefaultsRemote = self.remote ?? device.connection
     devices[index]?.sync = device.store.sync(
-      DevicePlan.keys, with: remote, now: { time.value + skew }, coalescing: .zero)
+      DevicePlan.keys, with: remote, now: { time.withLock { $0 } + skew }, coalescing: .zero)
   }
 
   /// The device's clock now.
-  private func wall(_ index: Int) -> Int64 { time.value + plan.skews[index] }
+  private func wall(_ index: Int) -> Int64 { time.withLock { $0 } + plan.skews[index] }
 
   private func noteWhileStopped(_ device: Int) {
     let next = history.writes.count
@@ -182,12 +182,14 @@ final class DeviceRun {
     case .join(let device):
       join(device)
     case .tick(let milliseconds):
-      time.value += Int64(milliseconds)
+      time.withLock { $0 += Int64(milliseconds) }
     case .switchAccount(let device):
       guard !plan.folder, let connection = devices[device]?.connection, cloud.account(of: connection) == "A" else {
         return
       }
       cloud.switchAccount(connection, to: "B")
+    case .kill:
+      break  // devices are processes only in DeviceProcessRun
     }
   }
 
@@ -196,14 +198,7 @@ final class DeviceRun {
   private func waitForIdle() {
     for device in devices.compactMap({ $0 }) {
       guard let sync = device.sync else { continue }
-      let done = DispatchSemaphore(value: 0)
-      let idle = NSLockedValue(false)
-      Task.detached {
-        idle.value = await sync.waitUntilIdle(timeout: .seconds(30))
-        done.signal()
-      }
-      done.wait()
-      if !idle.value { records.problem("a sync was not idle within 30 s") }
+      if !waitUntilIdle(sync) { records.problem("a sync was not idle within 30 s") }
     }
   }
 
@@ -267,48 +262,43 @@ final class DeviceRun {
       return name
     }
     if let folder {
-      let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-      for name in names where name.hasSuffix(".plist") {
-        guard let file = DefaultsStore(fileURL: folder.appendingPathComponent(name)) else { continue }
-        for (key, entry) in file.storedEntries { record(entry, key: key.string, account: "A") }
-      }
+      history.recordEntries(ofFolder: folder)
     } else {
       for account in ["A", "B"] {
-        for (key, entry) in cloud.arrivals(ofAccount: account) { record(entry, key: key, account: account) }
+        for (key, entry) in cloud.arrivals(ofAccount: account) { history.record(entry, key: key, account: account) }
       }
     }
   }
+}
 
-  private func record(_ entry: PropertyListValue, key: String, account: String) {
+extension DeviceHistory {
+  /// The entries of every device's file in a synced folder, as uploads to account "A".
+  mutating func recordEntries(ofFolder folder: URL) {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+    for name in names where name.hasSuffix(".plist") {
+      guard let file = DefaultsStore(fileURL: folder.appendingPathComponent(name)) else { continue }
+      for (key, entry) in file.storedEntries { record(entry, key: key.string, account: "A") }
+    }
+  }
+
+  /// A remote entry of `key`, as an upload (or a problem, when it is not the library's form).
+  mutating func record(_ entry: PropertyListValue, key: String, account: String) {
     guard let index = DevicePlan.keys.firstIndex(of: key), case .dictionary(let fields) = entry,
       case .integer(let wall)? = fields["t"], case .integer(let counter)? = fields["c"],
       case .string(let device)? = fields["d"]
     else {
-      history.problems.append("an entry of \(key) on \(account) is not the library's: \(entry)")
+      problems.append("an entry of \(key) on \(account) is not the library's: \(entry)")
       return
     }
     var value: Int?
     if let stored = fields["v"] {
       guard case .integer(let number) = stored else {
-        history.problems.append("an entry of \(key) holds \(stored)")
+        problems.append("an entry of \(key) holds \(stored)")
         return
       }
       value = Int(number)
     }
     let stamp = DeviceStamp(wall: Int64(wall), counter: Int64(counter), device: device)
-    history.uploads.append(.init(account: account, key: index, value: value, stamp: stamp))
-  }
-}
-
-/// A value behind a lock, for the run's clock and its waits.
-final class NSLockedValue<Value: Sendable>: @unchecked Sendable {  // `stored` is behind `lock`
-  private let lock = NSLock()
-  private var stored: Value
-
-  init(_ value: Value) { stored = value }
-
-  var value: Value {
-    get { lock.withLock { stored } }
-    set { lock.withLock { stored = newValue } }
+    uploads.append(.init(account: account, key: index, value: value, stamp: stamp))
   }
 }

@@ -16,11 +16,16 @@ final class WorkerProcess: Sendable {
     try? outputPipe.fileHandleForReading.close()  // the handler may have closed it at end of file
   }
 
-  init(planPath: String, index: Int, folder: String) throws {
+  convenience init(planPath: String, index: Int, folder: String) throws {
+    try self.init(arguments: ["worker", planPath, "\(index)"], configHome: folder)
+  }
+
+  /// This helper with `arguments`, its suites under `configHome`.
+  init(arguments: [String], configHome: String) throws {
     process = Process()
     process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-    process.arguments = ["worker", planPath, "\(index)"]
-    process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": folder]) { $1 }
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": configHome]) { $1 }
     let pipe = Pipe()
     outputPipe = pipe
     process.standardOutput = pipe

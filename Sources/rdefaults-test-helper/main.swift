@@ -31,10 +31,13 @@
 //   rdefaults-test-helper syncwrite DOMAIN FOLDER KEY INT
 //                                                 sync KEY with the synced folder, write INT, print "synced" once
 //                                                 the folder holds it, exit on a line of input (SyncWrite.swift)
-//   rdefaults-test-helper devices [--seeds A,B] [--histories N] [--first-seed N] [--seconds S] [--folder|--both]
-//                                 [--plan FILE]
+//   rdefaults-test-helper devices [--seeds A,B] [--histories N] [--first-seed N] [--seconds S]
+//                                 [--folder|--both|--processes|--all] [--plan FILE]
 //                                                 randomized histories of syncing devices, checked
 //                                                 (DeviceChecker.swift)
+//   rdefaults-test-helper device FOLDER SKEW TIME [KEY=INT ...]
+//                                                 one device of such a history, a process of its own that
+//                                                 answers the driver's lines (DeviceWorker.swift)
 //   rdefaults-test-helper migrate DOMAIN          on a line of input, migrate (a custom step counts its runs in the
 //                                                 key "runs", a rename moves "old" to "new"); print the steps applied
 import Dispatch
@@ -53,6 +56,7 @@ if arguments.count >= 2 && arguments[1] == "check" { runChecker(Array(arguments.
 if arguments.count == 4 && arguments[1] == "worker" { runWorker(planPath: arguments[2], index: Int(arguments[3]) ?? 0) }
 if arguments.count >= 2 && arguments[1] == "syncwrite" { runSyncWrite(Array(arguments.dropFirst(2))) }
 if arguments.count >= 2 && arguments[1] == "devices" { runDeviceChecker(Array(arguments.dropFirst(2))) }
+if arguments.count >= 2 && arguments[1] == "device" { runDeviceWorker(Array(arguments.dropFirst(2))) }
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 
 switch (arguments.count, arguments.dropFirst().first) {

@@ -60,6 +60,18 @@ import Testing
     #expect(history.violations(of: plan) == [])
   }
 
+  @Test func aWriteAKillUndidIsNotOwedButTheOneBeforeItIs() {
+    var history = agreeing()
+    // Device 0 wrote 7 after its 5, and was killed before 7 was saved: 7 is undone; the 5 it holds reached the remote.
+    var lost = DeviceHistory.Write(operation: 1, device: 0, key: 0, value: 7, account: "A", wall: 20)
+    lost.undone = true
+    history.writes.append(lost)
+    #expect(history.violations(of: plan) == [])
+    // Had the 5 never reached it, the rule looks past the undone write to it.
+    history.uploads = []
+    #expect(history.violations(of: plan).contains { $0.contains("device 0's last write 5") })
+  }
+
   @Test func anObserverToldTwiceOrLeftBehindIsFlagged() {
     var history = agreeing()
     history.heard[0][0] = [nil, 5, 5]
@@ -80,7 +92,14 @@ import Testing
       if plan.folder {
         #expect(!plan.operations.contains { if case .switchAccount = $0 { true } else { false } })
       }
+      #expect(!plan.operations.contains { if case .kill = $0 { true } else { false } })
     }
+    // Processes: over the folder, with kills (and only there), each within 120 ms of the operation before it.
+    let plans = (UInt64(0)..<50).map { DevicePlan.make(seed: $0, folder: false, processes: true) }
+    #expect(plans.allSatisfy { $0.folder && $0.processes })
+    let kills = plans.flatMap(\.operations).compactMap { if case .kill(_, let delay) = $0 { delay } else { nil } }
+    #expect(kills.count >= 25)
+    #expect(kills.allSatisfy { (0...120_000).contains($0) })
   }
 
   @Test func seededHistoriesKeepTheContract() async throws {
@@ -89,5 +108,14 @@ import Testing
       ["devices", "--both", "--seeds", seeds], config: makeConfigFolder(), tool: "rdefaults-test-helper")
     #expect(result.status == 0, "\(result.output)\(result.error)")
     #expect(result.output.contains("checked 80 histories, 0 failed"), "\(result.output)")
+  }
+
+  /// Devices as processes over real suites, killed at random moments (a write's save or its push under way) and
+  /// started again: what the kill did not lose reaches every device.
+  @Test func seededHistoriesOfKilledProcessesKeepTheContract() async throws {
+    let result = try await runTool(
+      ["devices", "--processes", "--seeds", "1,2,3,4,5,6"], config: makeConfigFolder(), tool: "rdefaults-test-helper")
+    #expect(result.status == 0, "\(result.output)\(result.error)")
+    #expect(result.output.contains("checked 6 histories, 0 failed"), "\(result.output)")
   }
 }

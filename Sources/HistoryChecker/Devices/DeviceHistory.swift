@@ -42,7 +42,8 @@ package struct DeviceHistory: Codable, Sendable, Equatable {
     package var account: String
     package var wall: Int64
     /// Made while the device's sync was stopped (a folder device offline), and undone before it started again: the
-    /// sync, which sees only the value its store holds when it starts, has nothing to push.
+    /// sync, which sees only the value its store holds when it starts, has nothing to push. Or lost when the device's
+    /// process was killed before its save: the store held an earlier value when it started again.
     package var undone = false
 
     package init(operation: Int, device: Int, key: Int, value: Int?, account: String, wall: Int64) {
@@ -63,6 +64,8 @@ package struct DeviceHistory: Codable, Sendable, Equatable {
   package var writes: [Write] = []
   /// A device's run problems (a sync never idle, a problem reported): each is a failure.
   package var problems: [String] = []
+  /// How many times a device's process was killed.
+  package var kills = 0
 
   package init() {}
 
@@ -94,11 +97,12 @@ package struct DeviceHistory: Codable, Sendable, Equatable {
           found.append("key \(key): a device's own value \(value) from before its sync was pushed")
         }
       }
-      // No lost write: each device's last write of the key on the final account reached it, or lost to an entry
-      // stamped later than that write can be (a device that had not seen the other's write, with a clock behind).
+      // No lost write: each device's last write of the key on the final account (of those not undone) reached it, or
+      // lost to an entry stamped later than that write can be (a device that had not seen the other's write, with a
+      // clock behind).
       for device in joined {
-        guard let last = writes.last(where: { $0.device == device && $0.key == key }), last.account == finalAccount,
-          !last.undone
+        guard let last = writes.last(where: { $0.device == device && $0.key == key && !$0.undone }),
+          last.account == finalAccount
         else { continue }
         let name = deviceNames[device]
         let reached = entries.contains { $0.value == last.value && $0.stamp.device == name }

@@ -1,7 +1,8 @@
 // The plan of one randomized history of devices that sync settings (issue 37's checker): devices with skewed clocks
 // writing, removing, going offline, restarting, joining as fresh installs and switching accounts, over a model of
-// iCloud's key-value store whose deliveries the plan orders, or over a synced folder. Made from a seed, so that any
-// history can be run again; shrunk by dropping operations.
+// iCloud's key-value store whose deliveries the plan orders, or over a synced folder; over the folder, devices can be
+// processes of their own over real suites, killed at random moments. Made from a seed, so that any history can be run
+// again; shrunk by dropping operations.
 
 /// One history of 2-4 devices.
 package struct DevicePlan: Codable, Sendable, Equatable {
@@ -26,11 +27,16 @@ package struct DevicePlan: Codable, Sendable, Equatable {
     case tick(milliseconds: Int)
     /// The device's user switches to the other account (cloud only).
     case switchAccount(device: Int)
+    /// The device's process is killed (SIGKILL) `delay` microseconds after the operation before it returned (which is
+    /// not waited out: its save or push may be under way), then started again over the same suite (processes only).
+    case kill(device: Int, delay: Int)
   }
 
   package var seed: UInt64
   /// Over the synced folder (else the cloud model).
   package var folder: Bool
+  /// Each device a process of its own over a real suite, which the plan kills (over the folder only).
+  package var processes: Bool
   /// Each device's clock skew in milliseconds, within ± 3 hours.
   package var skews: [Int64]
   /// Whether each device's sync runs from the start (else it joins later).
@@ -46,16 +52,19 @@ package struct DevicePlan: Codable, Sendable, Equatable {
   package static let ownValueBase = 1_000_000
 
   package init(
-    seed: UInt64, folder: Bool, skews: [Int64], startsJoined: [Bool], ownValues: [[Int?]], operations: [Operation]
+    seed: UInt64, folder: Bool, processes: Bool = false, skews: [Int64], startsJoined: [Bool], ownValues: [[Int?]],
+    operations: [Operation]
   ) {
-    (self.seed, self.folder, self.skews, self.startsJoined) = (seed, folder, skews, startsJoined)
+    (self.seed, self.folder, self.processes) = (seed, folder || processes, processes)
+    (self.skews, self.startsJoined) = (skews, startsJoined)
     (self.ownValues, self.operations) = (ownValues, operations)
   }
 
   package var devices: Int { skews.count }
 
-  /// The plan of `seed`: 2-4 devices, 15-60 operations.
-  package static func make(seed: UInt64, folder: Bool) -> DevicePlan {
+  /// The plan of `seed`: 2-4 devices, 15-60 operations. Processes imply the folder.
+  package static func make(seed: UInt64, folder: Bool, processes: Bool = false) -> DevicePlan {
+    let folder = folder || processes
     var random = SeededGenerator(seed: seed)
     let devices = Int.random(in: 2...4, using: &random)
     let threeHours: Int64 = 3 * 3_600_000
@@ -84,16 +93,26 @@ package struct DevicePlan: Codable, Sendable, Equatable {
       case 30..<36: operations.append(.remove(device: device, key: key))
       case 36..<66:
         operations.append(folder ? .tick(milliseconds: 1) : .deliver(pick: Int.random(in: 0..<16, using: &random)))
-      case 66..<69: if !folder { operations.append(.duplicate(device: device)) }
+      case 66..<69:
+        if processes {
+          operations.append(.kill(device: device, delay: Int.random(in: 0...120_000, using: &random)))
+        } else if !folder {
+          operations.append(.duplicate(device: device))
+        }
       case 69..<74: operations.append(.offline(device: device))
       case 74..<81: operations.append(.online(device: device))
       case 81..<85: operations.append(.restart(device: device))
       case 85..<97: operations.append(.tick(milliseconds: Int.random(in: 0...5_000, using: &random)))
-      default: if !folder { operations.append(.switchAccount(device: device)) }
+      default:
+        if processes {
+          operations.append(.kill(device: device, delay: Int.random(in: 0...120_000, using: &random)))
+        } else if !folder {
+          operations.append(.switchAccount(device: device))
+        }
       }
     }
     return DevicePlan(
-      seed: seed, folder: folder, skews: skews, startsJoined: startsJoined, ownValues: ownValues,
+      seed: seed, folder: folder, processes: processes, skews: skews, startsJoined: startsJoined, ownValues: ownValues,
       operations: operations)
   }
 
