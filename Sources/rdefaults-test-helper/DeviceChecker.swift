@@ -43,6 +43,13 @@ func runDeviceChecker(_ arguments: [String]) -> Never {
     }
     index += 1
   }
+  #if !os(Linux)
+    if kinds.contains(where: \.processes) {
+      // A device process's suite is its own only through its XDG_CONFIG_HOME, which the preferences daemon ignores.
+      FileHandle.standardError.write(Data("devices: --processes and --all need Linux's suite files\n".utf8))
+      exit(64)
+    }
+  #endif
   if let planPath {
     guard let data = FileManager.default.contents(atPath: planPath),
       let plan = try? JSONDecoder().decode(DevicePlan.self, from: data)
