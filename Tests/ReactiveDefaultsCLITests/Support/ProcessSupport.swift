@@ -2,12 +2,25 @@ import Foundation
 import Synchronization
 import TestSupport
 
-/// A fresh, empty preferences folder for one test's child processes.
+/// A fresh, empty preferences folder for one test's child processes; removed when the test process exits.
 func makeConfigFolder() -> String {
   let path = NSTemporaryDirectory() + "rdefaults-tests-" + UUID().uuidString
   try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+  madeConfigFolders.withLock { $0.append(path) }
+  _ = removesConfigFoldersAtExit
   return path
 }
+
+/// The folders `makeConfigFolder` made in this process.
+private let madeConfigFolders = Mutex<[String]>([])
+
+/// Removes the made folders at exit: a run of the suite made about 500, and nothing removed them (a day of runs left
+/// 13,000 in the temporary folder). Every child a test starts has ended by then: the tests wait for them.
+private let removesConfigFoldersAtExit: Void = {
+  atexit {
+    for path in madeConfigFolders.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+  }
+}()
 
 /// The preferences folder of this test process (children given it share the test's suites).
 var processConfigFolder: String {
