@@ -24,7 +24,9 @@ import Testing
   @Test func twoDevicesConvergeAndEachWritesOnlyItsOwnFile() async throws {
     let config = makeConfigFolder()
     let folder = config + "/synced"
-    let stores = [DefaultsStore(suiteName: "device-a-\(UUID())")!, DefaultsStore(suiteName: "device-b-\(UUID())")!]
+    let stores = [
+      DefaultsStore(suiteName: makeSuiteName("device-a"))!, DefaultsStore(suiteName: makeSuiteName("device-b"))!,
+    ]
     let syncs = stores.map { $0.sync(level, with: .folder(URL(fileURLWithPath: folder))) }
     // The second device waits without reading: only the folder's watch can tell it.
     let heard = Recorder<Int>()
@@ -48,7 +50,7 @@ import Testing
     let config = makeConfigFolder()
     let other = makeConfigFolder()
     let folder = config + "/synced"
-    let store = try #require(DefaultsStore(suiteName: "here-\(UUID())"))
+    let store = try #require(DefaultsStore(suiteName: makeSuiteName("here")))
     let sync = store.sync(level, with: .folder(URL(fileURLWithPath: folder)))
     let heard = Recorder<Int>()
     let token = store.property(level).observe { heard.append($0) }
@@ -95,7 +97,7 @@ import Testing
   @Test func twoProcessesOfOneSuiteAreOneDevice() async throws {
     let config = makeConfigFolder()
     let folder = config + "/synced"
-    let suite = "app-\(UUID())"
+    let suite = makeSuiteName("app")
     let store = try #require(DefaultsStore(suiteName: suite))
     let sync = store.sync(level, with: .folder(URL(fileURLWithPath: folder)))
     // The child opens the suite where this process does.

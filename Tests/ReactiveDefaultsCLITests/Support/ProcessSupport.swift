@@ -2,6 +2,8 @@ import Foundation
 import Synchronization
 import TestSupport
 
+@testable import ReactiveDefaults
+
 /// A fresh, empty preferences folder for one test's child processes; removed when the test process exits.
 func makeConfigFolder() -> String {
   let path = NSTemporaryDirectory() + "rdefaults-tests-" + UUID().uuidString
@@ -19,6 +21,30 @@ private let madeConfigFolders = Mutex<[String]>([])
 private let removesConfigFoldersAtExit: Void = {
   atexit {
     for path in madeConfigFolders.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+  }
+}()
+
+/// A fresh suite name (`<label>-<UUID>`) for a suite in this process's preferences folder; its files are removed when
+/// the test process exits, after the library's pending saves (a removal at the end of the test could come before a
+/// coalesced save that makes the file again). `.ci/run` fails when `swift test` leaves a suite file behind.
+func makeSuiteName(_ label: String) -> String {
+  let name = "\(label)-\(UUID().uuidString)"
+  madeSuites.withLock { $0.append(name) }
+  _ = removesMadeSuitesAtExit
+  return name
+}
+
+/// The suites `makeSuiteName` made in this process.
+private let madeSuites = Mutex<[String]>([])
+
+private let removesMadeSuitesAtExit: Void = {
+  atexit {
+    SaveOnExit.saveAll()
+    let names = madeSuites.withLock { $0 }
+    let folder = SuiteFile.preferencesFolder
+    let files = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
+      .filter { file in names.contains { file.hasPrefix($0 + ".plist") } }
+    for file in files { try? FileManager.default.removeItem(atPath: folder + "/" + file) }
   }
 }()
 
