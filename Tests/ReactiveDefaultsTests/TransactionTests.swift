@@ -17,8 +17,10 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
   return try? Data(contentsOf: preferencesFolder.appendingPathComponent("\(suiteName).plist"))
 }
 
-// A deadlock would hang, not fail: each test is bounded (longer where every wait is: under the thread sanitizer).
-@Suite(.timeLimit(.minutes(2 * Int(timeoutScale)))) struct TransactionTests {
+// A deadlock would hang, not fail: each test is bounded (longer where every wait is: under the thread sanitizer). A
+// bound, not a speed target: under the sanitizer the long stress test can hold the cooperative pool's threads for
+// minutes while a test of this suite waits for one (a CI run: 6.5 minutes in which no test finished).
+@Suite(.timeLimit(.minutes(5 * Int(timeoutScale)))) struct TransactionTests {
   /// Eight threads each add 1 many times: every update counts.
   @Test(arguments: Storage.allCases) func eightThreadsIncrementingLoseNoUpdate(_ storage: Storage) async throws {
     let (store, issues) = makeStore(storage)
