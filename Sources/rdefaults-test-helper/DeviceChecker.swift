@@ -95,7 +95,11 @@ func runDeviceChecker(_ arguments: [String]) -> Never {
     let path = NSTemporaryDirectory() + "device-plan-\(next)\(suffix).json"
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys]
-    try? encoder.encode(shrunk).write(to: URL(fileURLWithPath: path))
+    do {
+      try encoder.encode(shrunk).write(to: URL(fileURLWithPath: path))
+    } catch {
+      FileHandle.standardOutput.write(Data("  (the shrunk plan could not be written to \(path): \(error))\n".utf8))
+    }
     var report =
       "FAIL seed \(next)\(plan.processes ? " (processes)" : plan.folder ? " (folder)" : ""): "
       + "\(shrunk.operations.count) operations after "

@@ -288,7 +288,7 @@ final class SyncEngine: Sendable {
       guard let local = heard[key]?.last(where: { $0 != write.storedValue && $0 != looked[key] }),
         now[key] == write.storedValue
       else { continue }
-      _ = store.hub.write(local.map(StorageWrite.set) ?? .remove, forKey: name)
+      if let refused = store.hub.write(local.map(StorageWrite.set) ?? .remove, forKey: name) { report(refused) }
     }
     return pushes
   }
