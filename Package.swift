@@ -31,18 +31,24 @@ let package = Package(
         .product(name: "RxCocoa", package: "RxSwift", condition: .when(traits: ["RxCocoa"])),
       ]
     ),
-    .target(name: "ReactiveDefaultsCLI", dependencies: ["ReactiveDefaults"]),
+    .target(name: "ReactiveDefaultsCLI", dependencies: ["ReactiveDefaults", "ChildProcess"]),
     .executableTarget(name: "rdefaults", dependencies: ["ReactiveDefaultsCLI"]),
     // A second process for the durability tests, and the randomized multi-process history checker; not a product.
-    .executableTarget(name: "rdefaults-test-helper", dependencies: ["ReactiveDefaults", "HistoryChecker"]),
+    .executableTarget(
+      name: "rdefaults-test-helper", dependencies: ["ReactiveDefaults", "HistoryChecker", "ChildProcess"]),
     // The history checker's plans and verdicts, pure (no I/O), so the tests can feed it histories; not a product.
     .target(name: "HistoryChecker"),
+    // Child processes for the tool, the tests and the test helper, without Foundation's `Process` and its Dispatch
+    // read sources (which crash on Linux when several threads start and end children); not a product.
+    .target(name: "ChildProcess"),
     // What every test target waits with; not a product.
-    .target(name: "TestSupport", path: "Tests/TestSupport"),
+    .target(name: "TestSupport", dependencies: ["ChildProcess"], path: "Tests/TestSupport"),
     .testTarget(
       name: "ReactiveDefaultsCLITests",
       dependencies: [
-        "ReactiveDefaultsCLI", "ReactiveDefaults", "rdefaults", "rdefaults-test-helper", "TestSupport", "HistoryChecker",
+        "ReactiveDefaultsCLI", "ReactiveDefaults", "rdefaults", "rdefaults-test-helper", "TestSupport",
+        "HistoryChecker",
+        "ChildProcess",
       ]
     ),
     // The article snippets, compiled, and README.md's, type-checked: kept apart because they declare keys of their own.
@@ -51,7 +57,7 @@ let package = Package(
     .testTarget(
       name: "ReactiveDefaultsRxTests",
       dependencies: [
-        "ReactiveDefaults", "rdefaults", "TestSupport",
+        "ReactiveDefaults", "rdefaults", "TestSupport", "ChildProcess",
         .product(name: "RxSwift", package: "RxSwift", condition: .when(traits: ["RxSwift"])),
         .product(name: "RxCocoa", package: "RxSwift", condition: .when(traits: ["RxCocoa"])),
       ]
@@ -66,9 +72,10 @@ let package = Package(
 )
 
 for target in package.targets {
-  target.swiftSettings = (target.swiftSettings ?? []) + [
-    .enableUpcomingFeature("ExistentialAny"),
-    .enableUpcomingFeature("InternalImportsByDefault"),
-    .enableUpcomingFeature("MemberImportVisibility"),
-  ]
+  target.swiftSettings =
+    (target.swiftSettings ?? []) + [
+      .enableUpcomingFeature("ExistentialAny"),
+      .enableUpcomingFeature("InternalImportsByDefault"),
+      .enableUpcomingFeature("MemberImportVisibility"),
+    ]
 }

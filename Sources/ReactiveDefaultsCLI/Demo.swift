@@ -1,3 +1,4 @@
+import ChildProcess
 import Dispatch
 import Foundation
 @_spi(Tools) import ReactiveDefaults
@@ -53,15 +54,18 @@ enum Demo {
 
     #if os(macOS) || os(Linux)
       say("\n4. Another process writes; the file watcher brings the change here, no polling:")
-      let child = Process()
-      child.executableURL = URL(fileURLWithPath: executablePath())
-      child.arguments = ["write", domain, "volume", "-float", "0.42"]
       say("   $ rdefaults write \(domain) volume -float 0.42")
       let started = DispatchTime.now()
-      do { try child.run() } catch {
+      do {
+        // Not Foundation's `Process`, whose `run()` on Linux can crash or fail with EBADF while other threads open and
+        // close descriptors (see ChildProcess).
+        let child = try ChildProcess(
+          executable: executablePath(), arguments: ["write", domain, "volume", "-float", "0.42"],
+          environment: ProcessInfo.processInfo.environment, error: { FileHandle.standardError.write($0) })
+        _ = child.waitUntilExit()
+      } catch {
         throw RDefaults.Failure(message: "cannot start a child rdefaults: \(error)", hint: nil, code: .failure)
       }
-      child.waitUntilExit()
       let arrived = crossProcess.wait(timeout: .now() + 10) == .success
       let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6
       if arrived {

@@ -1,3 +1,4 @@
+import ChildProcess
 // Runs a DevicePlan of processes (Sources/HistoryChecker/Devices): each device is a process of its own (`device`,
 // DeviceWorker.swift) over a real suite under its own XDG_CONFIG_HOME, synced with a real folder. A `kill` operation
 // SIGKILLs the device's process a chosen time after the operation before it returned, without waiting for that one's
@@ -134,7 +135,7 @@ final class DeviceProcessRun {
   private func kill(_ index: Int, after delay: Int) {
     guard let device = devices[index] else { return }
     usleep(UInt32(delay))  // the moment of the kill, not synchronisation
-    Foundation.kill(device.worker.process.processIdentifier, SIGKILL)
+    device.worker.process.signal(SIGKILL)
     history.kills += 1
     if !device.worker.waitForExit(deadline: .now() + .seconds(30)) {
       history.problems.append("device \(index)'s process outlived SIGKILL")

@@ -1,3 +1,4 @@
+import ChildProcess
 import Dispatch
 import Foundation
 import HistoryChecker
@@ -65,9 +66,7 @@ func runHistory(_ plan: HistoryPlan, bound: UInt64, keepFolder: Bool = false) ->
       usleep(UInt32(kill.delayMicroseconds))  // the moment of the kill, not synchronisation
       // The worker's whole process group: a tool process it started must not go on writing after its parent died
       // (the worker leads a group of its own from its start, and ``runProgram`` keeps its tools in it).
-      if Foundation.kill(-worker.process.processIdentifier, SIGKILL) != 0 {
-        Foundation.kill(worker.process.processIdentifier, SIGKILL)
-      }
+      worker.process.signalGroup(SIGKILL)
       _ = worker.waitForExit(deadline: limit)
       killEvents.withLock { $0.append(HistoryEvent(event: "killed", worker: kill.worker, time: monotonicNow())) }
     }.start()

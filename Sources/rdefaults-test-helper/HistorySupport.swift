@@ -1,3 +1,4 @@
+import ChildProcess
 // What the history checker's worker and driver share: the clock, a lock ThreadSanitizer sees, the event log, and
 // starting programs.
 import Dispatch
@@ -70,33 +71,15 @@ let helperFolder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPa
 /// Runs a program to completion, its output discarded; its exit status (-1 when it could not start, or did not
 /// exit normally).
 ///
-/// Started with `posix_spawn` and no flags, not with Foundation's `Process`: `Process` puts each child in a process
-/// group of its own (`POSIX_SPAWN_SETPGROUP`), so a tool a worker started outlived the kill of the worker's group and
-/// went on saving after the driver had read the files, which read as an anomaly of the library. A child started here
-/// stays in the worker's group and dies with it.
+/// The child stays in this process's group, unlike Foundation's `Process`'s (`POSIX_SPAWN_SETPGROUP`): a tool a worker
+/// started in a group of its own outlived the kill of the worker's group and went on saving after the driver had read
+/// the files, which read as an anomaly of the library. A child started here dies with the worker's group.
 func runProgram(_ path: String, _ arguments: [String], environment: [String: String]? = nil) -> Int32 {
-  // The type is a struct in Glibc and an optional pointer in Darwin (whose functions take a pointer to the
-  // optional); `init` fills it either way.
-  #if canImport(Darwin)
-    var actions: posix_spawn_file_actions_t?
-  #else
-    var actions = posix_spawn_file_actions_t()
-  #endif
-  guard posix_spawn_file_actions_init(&actions) == 0 else { return -1 }
-  defer { posix_spawn_file_actions_destroy(&actions) }
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-  let variables = environment ?? ProcessInfo.processInfo.environment
-  var environment = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
-  defer { environment.forEach { free($0) } }
-  var argv = ([path] + arguments).map { strdup($0) } + [nil]
-  defer { argv.forEach { free($0) } }
-  var pid = pid_t()
-  guard posix_spawn(&pid, path, &actions, nil, &argv, &environment) == 0 else { return -1 }
-  var status: Int32 = 0
-  while waitpid(pid, &status, 0) < 0 {
-    if errno != EINTR { return -1 }
-  }
-  // WIFEXITED and WEXITSTATUS, which Swift does not import (macros).
-  return status & 0x7F == 0 ? (status >> 8) & 0xFF : -1
+  guard
+    let child = try? ChildProcess(
+      executable: path, arguments: arguments, environment: environment ?? ProcessInfo.processInfo.environment,
+      ownProcessGroup: false)
+  else { return -1 }
+  let status = child.waitUntilExit()
+  return child.wasSignalled ? -1 : status
 }

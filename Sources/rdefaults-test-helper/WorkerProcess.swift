@@ -1,19 +1,19 @@
+import ChildProcess
 import Dispatch
 import Foundation
 
 /// A worker process and the lines it printed.
+///
+/// Started as a ``ChildProcess`` (blocking reads on threads of their own), not a `Process` with a
+/// `readabilityHandler`: the checker starts and kills thousands of workers, and libdispatch's read sources crash the
+/// driver when children end on several threads at once (swift-corelibs-libdispatch#949).
 final class WorkerProcess: Sendable {
-  let process: Process
+  let process: ChildProcess
   let output = LineBuffer()
-  let ended = DispatchSemaphore(value: 0)
-  private let input = Pipe()
-  private let outputPipe: Pipe
 
-  /// Closes this end of the pipes: a driver runs thousands of histories, and each left four descriptors open.
+  /// Closes the worker's input (the output's reading thread closes its own end at end of file).
   func closePipes() {
-    try? input.fileHandleForWriting.close()  // already closed when the worker never read its settle line
-    outputPipe.fileHandleForReading.readabilityHandler = nil
-    try? outputPipe.fileHandleForReading.close()  // the handler may have closed it at end of file
+    process.closeInput()
   }
 
   convenience init(planPath: String, index: Int, folder: String) throws {
@@ -22,31 +22,15 @@ final class WorkerProcess: Sendable {
 
   /// This helper with `arguments`, its suites under `configHome`.
   init(arguments: [String], configHome: String) throws {
-    process = Process()
-    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": configHome]) { $1 }
-    let pipe = Pipe()
-    outputPipe = pipe
-    process.standardOutput = pipe
-    process.standardError = FileHandle.nullDevice
-    process.standardInput = input
     let output = output
-    pipe.fileHandleForReading.readabilityHandler = { handle in
-      let data = handle.availableData
-      if data.isEmpty { handle.readabilityHandler = nil }
-      output.feed(data)
-    }
-    let ended = ended
-    process.terminationHandler = { _ in
-      ended.signal()
-      output.changed.signal()
-    }
-    try process.run()
+    process = try ChildProcess(
+      executable: CommandLine.arguments[0], arguments: arguments,
+      environment: ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": configHome]) { $1 },
+      input: true, output: { output.feed($0) }, onExit: { _ in output.changed.signal() })
   }
 
   func send(_ line: String) {
-    input.fileHandleForWriting.write(Data((line + "\n").utf8))
+    process.send(Data((line + "\n").utf8))
   }
 
   /// Waits until a printed line satisfies `predicate`, or the process exits, or `deadline` passes.
@@ -60,8 +44,6 @@ final class WorkerProcess: Sendable {
 
   /// Waits for the exit; false past `deadline`.
   func waitForExit(deadline: DispatchTime) -> Bool {
-    guard ended.wait(timeout: deadline) == .success else { return false }
-    ended.signal()
-    return true
+    process.waitForExit(deadline: deadline)
   }
 }

@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Observation
 import Synchronization
@@ -56,10 +57,8 @@ final class Churn: Sendable {
       case 4:
         held.removeAll()
       default:
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/true")
-        try? process.run()
-        process.waitUntilExit()
+        let child = try? ChildProcess(executable: "/usr/bin/true", arguments: [], environment: [:])
+        _ = child?.waitUntilExit()
       }
     }
     held.removeAll()

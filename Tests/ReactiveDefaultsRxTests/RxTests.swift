@@ -1,6 +1,7 @@
 // Built only with the RxSwift (or RxCocoa) trait, against the real RxSwift:
 //   swift test --traits RxSwift      swift test --traits RxCocoa
 #if RxSwift
+  import ChildProcess
   import Dispatch
   import Foundation
   import RxSwift
@@ -65,12 +66,10 @@
   /// Runs the built `rdefaults` (beside the test bundle) on a thread of its own (``offThePool(_:)``).
   func runRDefaults(_ arguments: [String]) async throws -> Int32 {
     try await offThePool {
-      let process = Process()
-      process.executableURL = toolsFolder.appendingPathComponent("rdefaults")
-      process.arguments = arguments
-      try process.run()
-      process.waitUntilExit()
-      return process.terminationStatus
+      let process = try ChildProcess(
+        executable: toolsFolder.appendingPathComponent("rdefaults").path, arguments: arguments,
+        environment: ProcessInfo.processInfo.environment)
+      return process.waitUntilExit()
     }
   }
 

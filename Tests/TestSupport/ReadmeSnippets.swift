@@ -1,4 +1,6 @@
+import ChildProcess
 public import Foundation
+import Synchronization
 
 /// A Swift block of README.md, read from the README itself, so that a snippet and the test that compiles it cannot
 /// drift apart.
@@ -139,16 +141,12 @@ public struct ReadmeSnippet: Sendable, CustomStringConvertible {
   private func run(
     _ tool: String, _ arguments: [String], environment: [String: String] = [:]
   ) throws -> (status: Int32, diagnostics: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [tool] + arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    let output = Mutex(Data())
+    let process = try ChildProcess(
+      executable: "/usr/bin/env", arguments: [tool] + arguments,
+      environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+      output: { data in output.withLock { $0.append(data) } }, error: { data in output.withLock { $0.append(data) } })
+    let status = process.waitUntilExit()
+    return (status, String(decoding: output.withLock { $0 }, as: UTF8.self))
   }
 }

@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Synchronization
 import TestSupport
@@ -70,77 +71,64 @@ func runTool(
   try await offThePool { try runToolBlocking(arguments, config: config, input: input, tool: tool) }
 }
 
-/// A built executable, set up to run with its own preferences folder and its output piped.
-private func makeProcess(_ arguments: [String], config: String, tool: String) -> (Process, output: Pipe, error: Pipe) {
-  let process = Process()
-  // A built product by name, or any program by absolute path.
-  process.executableURL = tool.hasPrefix("/") ? URL(fileURLWithPath: tool) : toolsFolder.appendingPathComponent(tool)
-  process.arguments = arguments
-  process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": config]) { $1 }
-  let output = Pipe()
-  let error = Pipe()
-  process.standardOutput = output
-  process.standardError = error
-  return (process, output, error)
+/// A built product by name, or any program by absolute path.
+private func executablePath(_ tool: String) -> String {
+  tool.hasPrefix("/") ? tool : toolsFolder.appendingPathComponent(tool).path
+}
+
+/// This process's environment with the child's own preferences folder.
+private func environment(config: String) -> [String: String] {
+  ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": config]) { $1 }
 }
 
 private func runToolBlocking(
   _ arguments: [String], config: String, input: String?, tool: String
 ) throws -> ProcessResult {
-  let (process, output, error) = makeProcess(arguments, config: config, tool: tool)
-  let inputPipe = Pipe()
-  process.standardInput = inputPipe
-  try process.run()
-  if let input { inputPipe.fileHandleForWriting.write(Data(input.utf8)) }
-  try inputPipe.fileHandleForWriting.close()
-  let outData = output.fileHandleForReading.readDataToEndOfFile()
-  let errData = error.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
+  let output = Mutex(Data())
+  let error = Mutex(Data())
+  let process = try ChildProcess(
+    executable: executablePath(tool), arguments: arguments, environment: environment(config: config),
+    input: true, output: { data in output.withLock { $0.append(data) } },
+    error: { data in error.withLock { $0.append(data) } })
+  if let input { process.send(Data(input.utf8)) }
+  let status = process.waitUntilExit()
   return ProcessResult(
-    status: process.terminationStatus, output: String(decoding: outData, as: UTF8.self),
-    error: String(decoding: errData, as: UTF8.self))
+    status: status, output: String(decoding: output.withLock { $0 }, as: UTF8.self),
+    error: String(decoding: error.withLock { $0 }, as: UTF8.self))
 }
 
 /// A child process that keeps running; its output lines are collected as they come.
+///
+/// Its output is read by ``ChildProcess``'s blocking reads on threads of their own, never by a
+/// `FileHandle.readabilityHandler`: libdispatch's read sources, torn down while children die on several threads,
+/// crashed `swift test` in `_dispatch_event_loop_drain` (``ChildProcessChurnTests`` reproduces it).
 final class RunningTool: Sendable {
-  let process: Process
+  let process: ChildProcess
   let lines = LineRecorder()
   let errorLines = LineRecorder()
 
   init(_ arguments: [String], config: String, tool: String = "rdefaults") throws {
-    let (process, output, error) = makeProcess(arguments, config: config, tool: tool)
     let lines = lines
     let errorLines = errorLines
-    output.fileHandleForReading.readabilityHandler = { lines.feed($0.availableData) }
-    error.fileHandleForReading.readabilityHandler = { errorLines.feed($0.availableData) }
-    let termination = termination
-    process.terminationHandler = { _ in termination.signal() }
-    process.standardInput = input
-    try process.run()
-    self.process = process
+    process = try ChildProcess(
+      executable: executablePath(tool), arguments: arguments, environment: environment(config: config),
+      input: true, output: { lines.feed($0) }, error: { errorLines.feed($0) })
   }
-
-  private let input = Pipe()
 
   /// Sends one line to the process's standard input.
   func send(_ line: String) {
-    input.fileHandleForWriting.write(Data((line + "\n").utf8))
+    process.send(Data((line + "\n").utf8))
   }
-
-  private let termination = DispatchSemaphore(value: 0)
 
   /// Waits (off the concurrency pool) until the process has exited by itself; false after `timeout` seconds.
   func exited(timeout: Double = 30) async -> Bool {
-    let termination = termination
+    let process = process
     let limit = timeout * timeoutScale
-    let ended = (try? await offThePool { termination.wait(timeout: .now() + limit) == .success }) ?? false
-    if ended { termination.signal() }  // for the next waiter
-    return ended
+    return (try? await offThePool { process.waitForExit(deadline: .now() + limit) }) ?? false
   }
 
   func kill(_ signalNumber: Int32) async {
-    _ = Foundation.kill(process.processIdentifier, signalNumber)
-    // The termination handler's semaphore, not `waitUntilExit()`, which spins at full CPU.
+    process.signal(signalNumber)
     _ = await exited(timeout: 60)
   }
 }
