@@ -13,9 +13,12 @@ extension ChangeHub {
   }
 
   /// Runs `body` as one transaction: no other edit of the suite runs meanwhile (in this process; where the library
-  /// handles the file, in any process using the library, through the file's lock), and the suite is first made the file
-  /// as it is now. `body` reads through storage and returns the writes to apply; they are applied, and saved, before
-  /// the lock is released. Observers are told after every lock, once per key that changed.
+  /// handles the file, in any process using the library, through the file's lock), no write through any store of the
+  /// suite in this process lands while `body` runs (they wait for the edit: an edit never overwrites a write it did not
+  /// see), and the suite is first made the file as it is now. `body` reads through storage and returns the writes to
+  /// apply; they are applied, and saved, before the locks are released. A write `body` makes itself through a store of
+  /// the suite (not through the transaction) is applied right after the edit's writes. Observers are told after every
+  /// lock, once per key that changed.
   ///
   /// - Throws: ``DefaultsError/reentrantEdit(suite:)`` from inside an edit of this suite on this thread (or from a
   ///   callback storage makes during a write); ``DefaultsError/saveFailed(path:reason:)`` when the suite cannot be
@@ -28,10 +31,23 @@ extension ChangeHub {
     }
     var findings = SuitePersistence.Findings()
     var applied = Applied()
+    /// The writes made meanwhile through the gate by this thread (queued while the edit held it), applied after the
+    /// edit's; applying them opens the gate.
+    var queued = Applied()
+    // The body is the caller's code, run holding the gate as part of the edit: like the file's lock, the gate does not
+    // count for the lock order meanwhile (``LockOrder``: an edit's body may write, save or edit another suite).
+    func runBody() throws -> (outcome: Outcome, writes: [(key: String, write: StorageWrite)]) {
+      LockOrder.released(.writeGate)
+      defer { LockOrder.taking(.writeGate) }
+      return try body()
+    }
     // With a persistence (a file store; a suite on Linux): the writes go straight into the file, then into memory and
     // the observers' record, with no write of ours in between; a failure leaves all three as they were.
     func commit(_ findings: inout SuitePersistence.Findings, to persistence: SuitePersistence) throws -> Outcome {
-      let (outcome, writes) = try body()
+      // The gate after the file's lock (the lock order): held from the body's first read to the last write.
+      gate.enterForSeveralWrites()
+      defer { queued = applyHoldingGate([]) }
+      let (outcome, writes) = try runBody()
       guard !writes.isEmpty else { return outcome }
       let changes = writes.map { (key: PropertyListKey($0.key), value: $0.write.storedValue) }
       try persistence.commit(changes, findings: &findings) {
@@ -41,14 +57,20 @@ extension ChangeHub {
       }
       return outcome
     }
-    // Memory and Apple platforms: nothing to save; the writes go to storage one after another, through the gate.
+    // Memory and Apple platforms: nothing to save; the writes go to storage one after another, through the gate, then
+    // the writes queued meanwhile.
     func apply() throws -> Outcome {
-      let (outcome, writes) = try body()
-      guard !writes.isEmpty else { return outcome }
       gate.enterForSeveralWrites()
-      applied = applyHoldingGate(writes, allOrNothing: true)
+      let result: (outcome: Outcome, writes: [(key: String, write: StorageWrite)])
+      do {
+        result = try runBody()
+      } catch {
+        queued = applyHoldingGate([])
+        throw error
+      }
+      applied = applyHoldingGate(result.writes, allOrNothing: true)
       if let refusal = applied.firstRefused { throw refusal }
-      return outcome
+      return result.outcome
     }
     let outcome: Outcome
     do {
@@ -59,16 +81,29 @@ extension ChangeHub {
         outcome = try apply()
       }
     } catch {
+      // What did happen: the writes queued meanwhile (in memory, also when the edit's writes were refused).
+      finish(applied)
+      finish(queued)
       persistence?.act(on: findings)
       throw error
     }
     for fanout in applied.fanouts { fanout.deliver() }
     for issue in applied.issues { announce(issue) }
+    finish(queued)
     // Another process's changes, seen by the reload: the keys the edit wrote are recorded already, so each observer
     // hears of a key once, with its final value.
     persistence?.act(on: findings)
     HubRegistry.didWrite(applied.written, through: self)
     return outcome
+  }
+
+  /// What ``write(_:forKey:)`` does after its write, for writes applied holding the gate: saving, observers, other
+  /// hubs, issues.
+  func finish(_ applied: Applied) {
+    persistence?.perform(applied.saving)
+    for fanout in applied.fanouts { fanout.deliver() }
+    HubRegistry.didWrite(applied.written, through: self)
+    for issue in applied.issues { announce(issue) }
   }
 
   /// Writes many keys at once, atomically: with a persistence (a file store; a suite on Linux)

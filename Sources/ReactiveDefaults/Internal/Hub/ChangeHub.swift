@@ -79,10 +79,7 @@ final class ChangeHub: Sendable {
   func write(_ write: StorageWrite, forKey key: String) -> DefaultsError? {
     guard case .proceed = gate.enter(write, forKey: key) else { return nil }
     let applied = applyHoldingGate([(key, write)])
-    persistence?.perform(applied.saving)
-    for fanout in applied.fanouts { fanout.deliver() }
-    HubRegistry.didWrite(applied.written, through: self)
-    for issue in applied.issues { announce(issue) }
+    finish(applied)
     return applied.firstRefused
   }
 

@@ -20,8 +20,8 @@
 ///
 /// A thread holding a lock may take another of the same rank or a later one, never an earlier one: a save that held
 /// the write gate and then waited for the file lock would deadlock with an edit, which holds the file lock and then
-/// waits for the gate. (One exception: an edit's body, the caller's code, runs holding the suite's file lock, and may
-/// edit another suite.) Observers and issue handlers never run under a state lock (``assertNoneHeld(_:ranks:)``):
+/// waits for the gate. (One exception: an edit's body, the caller's code, runs holding the suite's file lock and write
+/// gate, which are not counted meanwhile, and may write, save or edit another suite.) Observers and issue handlers never run under a state lock (``assertNoneHeld(_:ranks:)``):
 /// they are the caller's code, which may write, save or edit.
 ///
 /// Each thread's held locks are counted per rank in one pointer-sized thread-specific value (four 8-bit counts, so
