@@ -248,30 +248,45 @@ private let hour: Int64 = 3_600_000
     #expect(second.store[extra] == 8)
   }
 
-  /// A write of this device made while a pull is being applied, after the sync looked at the store: the pulled
-  /// value would overwrite it unstamped (an edit excludes edits, not plain writes); the write is made again and wins.
-  /// Serialized: the hook is global, and a case running beside the other replaced its hook (CI's sanitizer run).
-  @Test(.serialized, arguments: Storage.allCases) func aWriteDuringAPullIsNotOverwritten(_ storage: Storage)
-    async throws
-  {
+  /// The user writes twice on another thread while a pull's edit runs (after the sync looked at the store): the
+  /// writes wait for the edit (a write never lands between an edit's look and its apply), then land in order, and
+  /// the user's last write wins on every device. On 4b0b584 (values heard during the edit made again after it) the
+  /// wrong value won in each order: middle then last → middle; pulled then last → pulled; middle then pulled → middle.
+  /// Serialized: the hook is global, and a case running beside another replaced its hook (CI's sanitizer run).
+  @Test(.serialized, arguments: Storage.allCases, [[5, 7], [2, 7], [5, 2]])
+  func theUsersLastWriteDuringAPullWins(_ storage: Storage, _ writes: [Int]) async throws {
     let cloud = MemoryCloud()
     let devices = [device(cloud, storage: storage), device(cloud, storage: storage)]
-    devices[0].store[.level] = 2
+    devices[0].store[.level] = 2  // the value device 1 pulls
     #expect(await devices[0].sync.waitUntilIdle(timeout: .seconds(30)))
     let racing = devices[1].store
-    let raced = Recorder<Bool>()
+    let written = Recorder<Int>()
+    // The edit goes on once the writes are done or one of them waits for the edit (then the others follow it).
+    let writesDoneOrWaiting = DispatchSemaphore(value: 0)
+    racing.hub.gate.waitStarted.withLock { $0 = { writesDoneOrWaiting.signal() } }
     SyncEngine.editLooked.withLock { hook in
       hook = { store in
-        guard store === racing, raced.values.isEmpty else { return }
-        raced.append(true)
-        store[.level] = 7
+        guard store === racing, written.values.isEmpty else { return }
+        written.append(0)
+        Thread {
+          for value in writes {
+            store[.level] = value
+            written.append(value)
+          }
+          writesDoneOrWaiting.signal()
+        }.start()
+        #expect(writesDoneOrWaiting.wait(timeout: .now() + 30 * timeoutScale) == .success)
       }
     }
-    defer { SyncEngine.editLooked.withLock { $0 = nil } }
+    defer {
+      SyncEngine.editLooked.withLock { $0 = nil }
+      racing.hub.gate.waitStarted.withLock { $0 = nil }
+    }
     try await settle(cloud, devices)
-    #expect(raced.values == [true])
-    #expect(devices[1].store[.level] == 7)
-    #expect(devices[0].store[.level] == 7)
+    #expect(await written.wait { $0 == [0] + writes })
+    try await settle(cloud, devices)
+    #expect(devices[1].store[.level] == writes.last)
+    #expect(devices[0].store[.level] == writes.last)
   }
 
   @Test func aCancelledSyncNeitherPullsNorPushes() async throws {

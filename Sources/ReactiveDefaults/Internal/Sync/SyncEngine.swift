@@ -27,8 +27,6 @@ final class SyncEngine: Sendable {
     var receivers: [(PropertyListKey, SyncKeyReceiver)] = []
     var remoteToken: DefaultsObservation?
     var idleWaiters: [@Sendable () -> Void] = []
-    /// While a run's edit is under way: each key's values heard meanwhile, in order (see ``changed(_:to:)``).
-    var heardDuringEdit: [PropertyListKey: [PropertyListValue?]]?
     /// Milliseconds before every key is looked at again after a push discarded before the first download.
     var initialSyncRetry = SyncEngine.firstInitialSyncRetry
   }
@@ -76,7 +74,7 @@ final class SyncEngine: Sendable {
       return work.device == nil
     }
     for key in added {
-      let receiver = SyncKeyReceiver { [weak self] stored in self?.changed(key, to: stored) }
+      let receiver = SyncKeyReceiver { [weak self] _ in self?.changed(key) }
       work.withLock { $0.receivers.append((key, receiver)) }
       store.hub.add(receiver, forKey: key.string, initial: false)
     }
@@ -129,10 +127,7 @@ final class SyncEngine: Sendable {
   // MARK: Scheduling
 
   /// A synced key changed in the store (a write of this process, another process's save, a pull).
-  private func changed(_ key: PropertyListKey, to stored: PropertyListValue?) {
-    work.withLock { work in
-      if work.heardDuringEdit != nil { work.heardDuringEdit?[key, default: []].append(stored) }
-    }
+  private func changed(_ key: PropertyListKey) {
     schedule(changed: [key])
   }
 
@@ -254,43 +249,18 @@ final class SyncEngine: Sendable {
         time: now())
       if dry.state == seen && dry.writes.isEmpty && dry.pushes.isEmpty { return [:] }
     }
-    // A write of this process made while the edit runs, after it looked at the store and before it applied a pulled
-    // value, would be overwritten by that value without ever being stamped (an edit excludes other edits, not plain
-    // writes): the values heard meanwhile tell it, and such a write is made again after the edit.
-    work.withLock { $0.heardDuringEdit = [:] }
-    var looked: [PropertyListKey: PropertyListValue] = [:]
-    var pulled: [(key: String, write: StorageWrite)] = []
-    let pushes: [PropertyListKey: SyncEntry]
-    do {
-      pushes = try store.edit { tx -> [PropertyListKey: SyncEntry] in
-        let before = SyncState(tx.stored(forName: DefaultsSync.stateKey)) ?? SyncState(device: device)
-        looked = store.hub.storage.snapshot()
-        Self.editLooked.withLock { $0 }?(store)
-        let decided = SyncDecision(
-          batch, state: before, own: looked, withRemote: withRemote, remoteEntries: remoteEntries, time: self.now())
-        pulled = decided.writes
-        for write in decided.writes { tx.record(write.write, forName: write.key) }
-        if decided.state != before { tx.record(.set(decided.state.propertyListValue), forName: DefaultsSync.stateKey) }
-        return decided.pushes
-      }
-    } catch {
-      work.withLock { $0.heardDuringEdit = nil }
-      throw error
+    // A write of this process made while the edit runs waits for it (``ChangeHub/edit(_:)``): it lands after the pulled
+    // values, is heard as a change of the key, and is stamped and pushed by the next run.
+    return try store.edit { tx -> [PropertyListKey: SyncEntry] in
+      let before = SyncState(tx.stored(forName: DefaultsSync.stateKey)) ?? SyncState(device: device)
+      let looked = store.hub.storage.snapshot()
+      Self.editLooked.withLock { $0 }?(store)
+      let decided = SyncDecision(
+        batch, state: before, own: looked, withRemote: withRemote, remoteEntries: remoteEntries, time: self.now())
+      for write in decided.writes { tx.record(write.write, forName: write.key) }
+      if decided.state != before { tx.record(.set(decided.state.propertyListValue), forName: DefaultsSync.stateKey) }
+      return decided.pushes
     }
-    let heard = work.withLock { work in
-      defer { work.heardDuringEdit = nil }
-      return work.heardDuringEdit ?? [:]
-    }
-    let now = heard.isEmpty || pulled.isEmpty ? [:] : store.hub.storage.snapshot()
-    for (name, write) in pulled {
-      let key = PropertyListKey(name)
-      // The last value heard that is neither the pulled one nor the one the edit looked at.
-      guard let local = heard[key]?.last(where: { $0 != write.storedValue && $0 != looked[key] }),
-        now[key] == write.storedValue
-      else { continue }
-      if let refused = store.hub.write(local.map(StorageWrite.set) ?? .remove, forKey: name) { report(refused) }
-    }
-    return pushes
   }
 
   /// Pushes what fits the remote's limits (the rest is refused and reported), then records what the remote took.
