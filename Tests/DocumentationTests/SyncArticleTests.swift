@@ -2,6 +2,7 @@
 // word the article's.
 import Foundation
 import ReactiveDefaults
+import TestSupport
 import Testing
 
 extension DefaultsKeys {
@@ -28,10 +29,10 @@ func startSync(of store: DefaultsStore, in folder: URL) -> DefaultsSync {
     let laptop = DefaultsStore.inMemory()
     let syncs = [startSync(of: desktop, in: folder), startSync(of: laptop, in: folder)]
     desktop[.sidebarWidth] = 300
-    #expect(await syncs[0].waitUntilIdle(timeout: .seconds(30)))
+    #expect(await syncs[0].waitUntilIdle(timeout: .seconds(120 * timeoutScale)))
     // The laptop hears of the desktop's file through the folder's watch, or when asked to synchronize.
     syncs[1].synchronize()
-    #expect(await syncs[1].waitUntilIdle(timeout: .seconds(30)))
+    #expect(await syncs[1].waitUntilIdle(timeout: .seconds(120 * timeoutScale)))
     #expect(laptop[.sidebarWidth] == 300)
   }
 
