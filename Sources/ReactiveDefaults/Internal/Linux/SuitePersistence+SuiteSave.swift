@@ -9,8 +9,7 @@ extension SuitePersistence {
     let hooks = hooks
     let outcome = try suite.locked { () throws(SaveFailure) -> SaveOutcome in
       // Prepare: the writes taken under the lock, the file checked, the journal's entries gathered and written.
-      // A plain `UserDefaults` write of this process made after one of ours to the same key is the one saved.
-      var save = try suite.beginSave(writes: suite.corelibs.withLaterPlainWrites(take(&turn)))
+      var save = try suite.beginSave(writes: take(&turn))
       defer {
         if let trace = SuiteFile.saveTrace.withLock({ $0 }) {
           trace(suite.traceLine(save, writtenSince: unsavedWrites))

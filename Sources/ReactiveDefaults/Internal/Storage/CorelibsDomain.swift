@@ -88,13 +88,12 @@ final class CorelibsDomain: Sendable {
   /// (``ApplePreferences/synchronize(_:)``).
   func synchronize() -> Bool {
     #if os(Linux)
-      defer { generation.add(1, ordering: .releasing) }
-      return CorelibsPreferences.synchronize(domain: preferencesName)
+      CorelibsPreferences.synchronize(domain: preferencesName)
         || CorelibsPreferences.synchronize(domain: preferencesName)
     #elseif canImport(Darwin)
-      return ApplePreferences.synchronize(preferencesName)
+      ApplePreferences.synchronize(preferencesName)
     #else
-      return true
+      true
     #endif
   }
 
@@ -129,68 +128,13 @@ final class CorelibsDomain: Sendable {
     return true
   }
 
-  /// The address of the object corelibs serves the domain from (``CorelibsPreferences/domainObject(_:)``), looked up
-  /// at the first read: 0 before, 1 when it could not be found (reads then name the domain at each call).
-  private let objectAddress = Atomic<UInt>(0)
-
-  /// The value of `key` in the domain's own copy (not the merged view); nil when absent, or not Linux. Read from the
-  /// domain's object itself where it was found, so that no other thread's `getpwuid` can send the read to another
-  /// copy of the suite (``CorelibsPreferences/domainObject(_:)``): what it reads is what this process last wrote,
-  /// through the library or plain `UserDefaults`, or what the file held.
+  /// The value of `key` in the domain's own copy (not the merged view); nil when absent, or not Linux.
   func value(forKey key: String) -> Any? {
     #if os(Linux)
-      var address = objectAddress.load(ordering: .acquiring)
-      if address == 0 {
-        address = CorelibsPreferences.domainObject(preferencesName).map { UInt(bitPattern: $0) } ?? 1
-        objectAddress.store(address, ordering: .releasing)
-      }
-      if let object = UnsafeRawPointer(bitPattern: address), address != 1 {
-        return CorelibsPreferences.value(forKey: key, inDomainObject: object)
-      }
-      return CorelibsPreferences.value(forKey: key, domain: preferencesName)
+      CorelibsPreferences.value(forKey: key, domain: preferencesName)
     #else
       nil
     #endif
-  }
-
-  /// Per key, the object the library's last write left in corelibs' copy (``UserDefaultsStorage``'s confirmed
-  /// writes; nil for a removal), until a save takes the write: another object there at the save means a plain
-  /// `UserDefaults` write or removal of this process came after the library's, and the save keeps that one. Only
-  /// while the library has not had corelibs save, drop or reload the copy since (``generation``): a load replaces
-  /// every object, and corelibs' save merges other processes' values of keys it holds no unsaved write of (a
-  /// removal of a key the copy lacked, a write of the value it held), which are not plain writes of this process.
-  private let lastWrites = Locked<[PropertyListKey: HeldObject]>([:])
-  /// How many times the library had corelibs save, drop or reload the copy (``synchronize()``).
-  private let generation = Atomic<UInt64>(0)
-
-  /// An object corelibs holds, kept to be compared by identity (an address alone could be reused once it is freed).
-  private struct HeldObject: @unchecked Sendable {  // only compared by identity, never used
-    let object: AnyObject?
-    let generation: UInt64
-  }
-
-  /// Records the object the library's write of `key` left in the copy (nil: the key is absent).
-  func noteWrite(forKey key: String, left object: AnyObject?) {
-    let held = HeldObject(object: object, generation: generation.load(ordering: .acquiring))
-    lastWrites.withLock { $0[PropertyListKey(key)] = held }
-  }
-
-  /// `writes` (the library's, taken by a save) with each key that a plain write of this process changed since the
-  /// library wrote it given the value the copy holds now: in a process, the last write wins, whichever API made it.
-  func withLaterPlainWrites(_ writes: [PropertyListKey: PropertyListValue?]) -> [PropertyListKey: PropertyListValue?] {
-    let held = lastWrites.withLock { last in
-      defer { for key in writes.keys { last[key] = nil } }
-      return last
-    }
-    var result = writes
-    let current = generation.load(ordering: .acquiring)
-    for key in writes.keys {
-      guard let ours = held[key], ours.generation == current else { continue }
-      let now = value(forKey: key.string).map { $0 as AnyObject }
-      guard now !== ours.object else { continue }
-      result[key] = .some(now.flatMap { PropertyListValue(foundationObject: $0) })
-    }
-    return result
   }
 
   /// Whether the copy holds no key (false where there is no corelibs, or its functions cannot be found).
