@@ -13,8 +13,9 @@ extension ChangeHub {
   }
 
   /// Runs `body` as one transaction: no other edit of the suite runs meanwhile (in this process; where the library
-  /// handles the file, in any process using the library, through the file's lock), no write through any store of the
-  /// suite in this process lands while `body` runs (they wait for the edit: an edit never overwrites a write it did not
+  /// handles the file, in any process using the library, through the file's lock), no write through a store of this
+  /// hub (every store of the suite made by name or file; on Apple platforms a store over an app's own instance has a
+  /// hub of its own) lands while `body` runs (they wait for the edit: an edit never overwrites a write it did not
   /// see), and the suite is first made the file as it is now. `body` reads through storage and returns the writes to
   /// apply; they are applied, and saved, before the locks are released. A write `body` makes itself through a store of
   /// the suite (not through the transaction) is applied right after the edit's writes. Observers are told after every
@@ -38,7 +39,11 @@ extension ChangeHub {
     // count for the lock order meanwhile (``LockOrder``: an edit's body may write, save or edit another suite).
     func runBody() throws -> (outcome: Outcome, writes: [(key: String, write: StorageWrite)]) {
       LockOrder.released(.writeGate)
-      defer { LockOrder.taking(.writeGate) }
+      gate.setInEditBody(true)
+      defer {
+        gate.setInEditBody(false)
+        LockOrder.taking(.writeGate)
+      }
       return try body()
     }
     // With a persistence (a file store; a suite on Linux): the writes go straight into the file, then into memory and
@@ -68,6 +73,10 @@ extension ChangeHub {
         queued = applyHoldingGate([])
         throw error
       }
+      guard !result.writes.isEmpty else {
+        queued = applyHoldingGate([])
+        return result.outcome
+      }
       applied = applyHoldingGate(result.writes, allOrNothing: true)
       if let refusal = applied.firstRefused { throw refusal }
       return result.outcome
@@ -83,13 +92,13 @@ extension ChangeHub {
     } catch {
       // What did happen: the writes queued meanwhile (in memory, also when the edit's writes were refused).
       finish(applied)
-      finish(queued)
+      finish(queued, announcingRefusal: true)
       persistence?.act(on: findings)
       throw error
     }
     for fanout in applied.fanouts { fanout.deliver() }
     for issue in applied.issues { announce(issue) }
-    finish(queued)
+    finish(queued, announcingRefusal: true)
     // Another process's changes, seen by the reload: the keys the edit wrote are recorded already, so each observer
     // hears of a key once, with its final value.
     persistence?.act(on: findings)
@@ -98,11 +107,13 @@ extension ChangeHub {
   }
 
   /// What ``write(_:forKey:)`` does after its write, for writes applied holding the gate: saving, observers, other
-  /// hubs, issues.
-  func finish(_ applied: Applied) {
+  /// hubs, issues (with `announcingRefusal`, the first refusal too: a write queued during an edit has no caller to
+  /// return it to).
+  func finish(_ applied: Applied, announcingRefusal: Bool = false) {
     persistence?.perform(applied.saving)
     for fanout in applied.fanouts { fanout.deliver() }
     HubRegistry.didWrite(applied.written, through: self)
+    if announcingRefusal, let refusal = applied.firstRefused { announce(refusal) }
     for issue in applied.issues { announce(issue) }
   }
 

@@ -205,7 +205,7 @@ final class ChangeHub: Sendable {
 
   private func externalChangeNotified() {
     // Our own writes notify their observers themselves; Apple posts the notification synchronously inside them.
-    guard !gate.isHeldByCurrentThread else { return }
+    guard !gate.isWritingOnCurrentThread else { return }
     // A burst of notifications is one refresh, off the posting thread (which may hold locks).
     let scheduled = refreshes.request([]) { [weak self] _ in self?.refresh() }
     if scheduled { externalRefreshCount.add(1, ordering: .relaxed) }
@@ -215,7 +215,7 @@ final class ChangeHub: Sendable {
   /// write, already delivered; any other is re-read off the reporting thread (inside Apple's machinery), with the
   /// reports that arrive meanwhile.
   private func keyChangeReported(_ key: String) {
-    guard !gate.isHeldByCurrentThread else { return }
+    guard !gate.isWritingOnCurrentThread else { return }
     keyReportCount.add(1, ordering: .relaxed)
     reportedKeys.request([PropertyListKey(key)]) { [weak self] keys in self?.recheck(keys.map(\.string)) }
   }

@@ -24,6 +24,8 @@ final class WriteGate: Sendable {
 
   private struct State {
     var owner: UInt = 0
+    /// The owner holds the gate for an edit whose body runs (the caller's code, not a write).
+    var inEditBody = false
     var queued: [Pending] = []
     /// The threads waiting, first come first served: the gate passes straight to the first when its holder leaves.
     var waiters: [(thread: UInt, signal: DispatchSemaphore)] = []
@@ -119,6 +121,19 @@ final class WriteGate: Sendable {
       _ = next()
     }
     return body()
+  }
+
+  /// Marks the holder's hold as an edit's body (true) or its writes (false): storage's callbacks during the body are
+  /// not the hub's own writes (``isWritingOnCurrentThread``).
+  func setInEditBody(_ inBody: Bool) {
+    state.withLock { $0.inEditBody = inBody }
+  }
+
+  /// Whether the calling thread is inside a write of the hub's own (storage calling back during it), not inside an
+  /// edit's body, where a plain `UserDefaults` write's callbacks are news.
+  var isWritingOnCurrentThread: Bool {
+    let thread = currentThreadID()
+    return state.withLock { $0.owner == thread && !$0.inEditBody }
   }
 
   /// Whether the calling thread is inside a write (a callback that storage made during it).
