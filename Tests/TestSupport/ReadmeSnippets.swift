@@ -1,6 +1,5 @@
 import ChildProcess
 public import Foundation
-import Synchronization
 
 /// A Swift block of README.md, read from the README itself, so that a snippet and the test that compiles it cannot
 /// drift apart.
@@ -141,12 +140,10 @@ public struct ReadmeSnippet: Sendable, CustomStringConvertible {
   private func run(
     _ tool: String, _ arguments: [String], environment: [String: String] = [:]
   ) throws -> (status: Int32, diagnostics: String) {
-    let output = Mutex(Data())
-    let process = try ChildProcess(
+    // Both outputs together: the diagnostics.
+    let (status, output, error) = try ChildProcess.run(
       executable: "/usr/bin/env", arguments: [tool] + arguments,
-      environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
-      output: { data in output.withLock { $0.append(data) } }, error: { data in output.withLock { $0.append(data) } })
-    let status = process.waitUntilExit()
-    return (status, String(decoding: output.withLock { $0 }, as: UTF8.self))
+      environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
+    return (status, String(decoding: output + error, as: UTF8.self))
   }
 }

@@ -84,17 +84,11 @@ private func environment(config: String) -> [String: String] {
 private func runToolBlocking(
   _ arguments: [String], config: String, input: String?, tool: String
 ) throws -> ProcessResult {
-  let output = Mutex(Data())
-  let error = Mutex(Data())
-  let process = try ChildProcess(
+  let (status, output, error) = try ChildProcess.run(
     executable: executablePath(tool), arguments: arguments, environment: environment(config: config),
-    input: true, output: { data in output.withLock { $0.append(data) } },
-    error: { data in error.withLock { $0.append(data) } })
-  if let input { process.send(Data(input.utf8)) }
-  let status = process.waitUntilExit()
+    input: Data((input ?? "").utf8))
   return ProcessResult(
-    status: status, output: String(decoding: output.withLock { $0 }, as: UTF8.self),
-    error: String(decoding: error.withLock { $0 }, as: UTF8.self))
+    status: status, output: String(decoding: output, as: UTF8.self), error: String(decoding: error, as: UTF8.self))
 }
 
 /// A child process that keeps running; its output lines are collected as they come.
