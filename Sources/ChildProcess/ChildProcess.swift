@@ -73,7 +73,7 @@ public final class ChildProcess: Sendable {
       var ends: [Int32] = [-1, -1]
       // Glibc's module has no `pipe2`: the ends are made close-on-exec under a lock that every spawn here takes too,
       // so no other child of this process can inherit them (and hold a pipe open after its own child ended).
-      let failure = ChildProcess.spawning.withLock { _ -> Int32 in
+      let failure = ChildProcess.spawning.withLock { () -> Int32 in
         guard pipe(&ends) == 0 else { return errno }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         return 0
@@ -261,7 +261,8 @@ public final class ChildProcess: Sendable {
     let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer { for string in argv + envp { free(string) } }
     var pid: Int32 = 0
-    let result = ChildProcess.spawning.withLock { _ in posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    let result = ChildProcess.spawning.withLock {
+      posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
     }
     guard result == 0 else { return .failure(Failure(operation: "posix_spawn \(executable)", code: result)) }
     return .success(pid)
@@ -307,7 +308,7 @@ public final class ChildProcess: Sendable {
   }
 
   /// Held from a pipe's creation until its ends are close-on-exec, and around each spawn.
-  private static let spawning = Guarded(())
+  private static let spawning = NSLock()
 
   /// A write to a child that stopped reading fails with EPIPE instead of killing this process.
   private static let brokenPipesAreErrors: Void = {
