@@ -20,8 +20,8 @@ struct SuiteSync: Sendable {
   private(set) var unsaved: [PropertyListKey: PropertyListValue?] = [:]
   /// Saves that took their keys and have not finished (a suite's: their keys are still in corelibs' dirty list).
   private(set) var savesInProgress = 0
-  /// The writes the saves in progress took (each key's newest value), until the last of them ends: reads of those
-  /// keys come from here, not from corelibs (``pendingValue(forKey:)``).
+  /// The writes the saves in progress took (each key's newest value), until the last of them ends
+  /// (``pendingValue(forKey:)``: the library's unsaved value of a key; reads come from corelibs).
   private(set) var saving: [PropertyListKey: PropertyListValue?] = [:]
   /// A coalesced save is due (its timer runs).
   private(set) var saveScheduled = false

@@ -9,7 +9,8 @@ extension SuitePersistence {
     let hooks = hooks
     let outcome = try suite.locked { () throws(SaveFailure) -> SaveOutcome in
       // Prepare: the writes taken under the lock, the file checked, the journal's entries gathered and written.
-      var save = try suite.beginSave(writes: take(&turn))
+      // A plain `UserDefaults` write of this process made after one of ours to the same key is the one saved.
+      var save = try suite.beginSave(writes: suite.corelibs.withLaterPlainWrites(take(&turn)))
       defer {
         if let trace = SuiteFile.saveTrace.withLock({ $0 }) {
           trace(suite.traceLine(save, writtenSince: unsavedWrites))
@@ -25,9 +26,13 @@ extension SuitePersistence {
       // renamed over corelibs' file; corelibs would drop that copy at the next save, and reads load the file.
       try withoutWrites(hooks) { () throws(SaveFailure) in
         suite.saveWithCorelibs(&save)
-        // Every write of ours up to now: this save's, and the newer ones made since it took them.
-        save.newest = save.writes.merging(unsavedWrites) { _, newer in newer }
+        // Every write of ours up to now: this save's, and the newer ones made since it took them; and a plain
+        // `UserDefaults` write of this process made since one of them, in its place (corelibs' save kept it).
+        let since = unsavedWrites
+        save.newest = suite.corelibs.withLaterPlainWrites(save.writes.merging(since) { _, newer in newer })
         try suite.commit(&save)
+        // This save's writes are the file's (a key written again since stays recorded, by that write).
+        suite.corelibs.writes.forget(save.writes.keys.filter { since.index(forKey: $0) == nil })
         noteSaveCommitted()
       }
       // Finish, writes running again.

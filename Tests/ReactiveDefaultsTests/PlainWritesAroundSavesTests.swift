@@ -1,0 +1,104 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import ReactiveDefaults
+
+/// One process, one truth, in every order a save can meet: writes of the library's and plain `UserDefaults` writes
+/// (and removals, and the app's own `synchronize()`) made while a save runs (after it took the library's writes,
+/// before corelibs saves), and after it, before the next. Whatever the order, the last write of the process is what
+/// the store reads at once, what it reads after the saves, what the file holds and what an observer hears.
+@Suite(.linuxOnly) struct PlainWritesAroundSavesTests {
+  enum Step: Sendable, CustomStringConvertible {
+    /// `store[key] = value`
+    case ours(Int)
+    /// `UserDefaults(suiteName:).set(value, forKey:)`
+    case plain(Int)
+    case plainRemove
+    /// The app's `UserDefaults.synchronize()`.
+    case plainSynchronize
+
+    var description: String {
+      switch self {
+      case .ours(let value): "ours \(value)"
+      case .plain(let value): "plain \(value)"
+      case .plainRemove: "plain removal"
+      case .plainSynchronize: "plain synchronize()"
+      }
+    }
+  }
+
+  struct Order: Sendable, CustomTestStringConvertible {
+    /// Run by the saving thread once the first save took the library's writes, before corelibs saves.
+    var during: [Step]
+    /// Run once that save returned, before the second.
+    var after: [Step]
+    /// The value the process's last write left (nil: none, the key reads its default).
+    var last: Int?
+
+    var testDescription: String { "during the save \(during), after it \(after)" }
+  }
+
+  static let orders: [Order] = [
+    Order(during: [.ours(1), .plain(2)], after: [], last: 2),
+    Order(during: [.plain(2), .ours(1)], after: [], last: 1),
+    Order(during: [.ours(1)], after: [.plain(2)], last: 2),
+    Order(during: [], after: [.plain(2)], last: 2),
+    Order(during: [.ours(1)], after: [.plainSynchronize, .plain(2)], last: 2),
+    Order(during: [.ours(1)], after: [.plainSynchronize, .plainSynchronize], last: 1),
+    Order(during: [.ours(1), .plainRemove], after: [], last: nil),
+    Order(during: [.ours(1)], after: [.plainRemove], last: nil),
+    Order(during: [.ours(1)], after: [.plain(2), .ours(3)], last: 3),
+    Order(during: [.plain(2)], after: [.ours(1), .plain(4)], last: 4),
+  ]
+
+  @Test(arguments: orders) func theLastWriteOfTheProcessWins(_ order: Order) async throws {
+    let (store, issues) = makeStore(.suite)
+    let name = try #require(store.suiteName)
+    let path = try #require(store.hub.persistence?.file.path)
+    let key = DefaultsKey<Int>("k", default: -1)
+    let raw = try #require(UserDefaults(suiteName: name))
+    // A new plain instance for each step: any instance over the suite is the suite.
+    @Sendable func run(_ step: Step) {
+      guard let raw = UserDefaults(suiteName: name) else { return }
+      switch step {
+      case .ours(let value): store[key] = value
+      case .plain(let value): raw.set(value, forKey: "k")
+      case .plainRemove: raw.removeObject(forKey: "k")
+      case .plainSynchronize: _ = raw.synchronize()
+      }
+    }
+    store[key] = 0
+    try store.save()
+    let seen = Recorder<Int>()
+    let token = store.property(key).observe { seen.append($0) }
+    defer { token.cancel() }
+    let ran = Recorder<Int>()
+    TrackedFile.saveSteps.withLock { hooks in
+      hooks[path] = { step in
+        guard case .beforeCorelibsSave = step, ran.count == 0 else { return }
+        for step in order.during { run(step) }
+        ran.append(1)
+      }
+    }
+    defer { _ = TrackedFile.saveSteps.withLock { $0.removeValue(forKey: path) } }
+    store[key] = 5
+    try await offThePool { try store.save() }
+    #expect(ran.count == 1)
+    for step in order.after { run(step) }
+    let expected = order.last ?? -1
+    #expect(store[key] == expected, "at once")
+    try await offThePool { try store.save() }
+    try await offThePool { try store.save() }
+    #expect(store[key] == expected, "after the saves")
+    #expect(raw.object(forKey: "k") as? Int == order.last, "through plain UserDefaults")
+    // (corelibs removes the file of a suite it holds empty.)
+    let saved = suiteFileBytes(name)
+    let domain = try saved.map { try PropertyListSerialization.propertyList(from: $0, format: nil) as? [String: Any] }
+    #expect(domain??["k"] as? Int == order.last, "in the file")
+    #expect(saved != nil || order.last == nil)
+    store.refresh()
+    #expect(await seen.wait(timeout: 10) { $0.last == expected }, "\(seen.values)")
+    #expect(issues.values.isEmpty)
+  }
+}
