@@ -9,7 +9,8 @@ extension History {
   /// another process (or a tool) that reached the file before `x` began.
   func processesReadTheirOwnWrites() -> [HistoryChecker.Anomaly] {
     var found: [HistoryChecker.Anomaly] = []
-    for read in localReads {
+    // Not the plain writer's suite: that process rewrites the file without the lock, and a store may lose to it.
+    for read in localReads where read.slot.suite != "P" {
       let floor = (localWrites[read.worker] ?? []).filter { $0.slot == read.slot }.map { sources[$0.slot]![$0.index] }
       for write in floor where write.returned < read.began && write.value != read.value {
         guard isOlder(read.value, in: read.slot, than: write, worker: read.worker) else { continue }
@@ -40,8 +41,12 @@ extension History {
   }
 
   /// Whether `source` is over before `write` began: returned before it, in the same process; in the file before it,
-  /// from elsewhere.
+  /// from elsewhere (for a plain `UserDefaults` write, a visibility bound before it: such a write goes into corelibs'
+  /// copy as it stands, which the library brings up to date with another process's save within the bound; a removal
+  /// of a key the older copy lacks is lost, as with plain corelibs, and Gotchas says so).
   private func precedes(_ source: Source, _ write: Source, worker: Int) -> Bool {
-    source.worker == worker ? source.returned < write.invocation : source.savedBy < write.invocation
+    if source.worker == worker { return source.returned < write.invocation }
+    let lag = write.throughPlainDefaults ? bound : 0
+    return source.savedBy < write.invocation && write.invocation - source.savedBy > lag
   }
 }

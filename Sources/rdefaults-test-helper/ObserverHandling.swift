@@ -64,7 +64,8 @@ final class ObserverWork: Sendable {
     case 3, 4:
       if let store = store.store { read(store) }
     case 5:
-      if let store = store.store { write(store) }
+      // Not the plain writer's suite, which only that process writes (it rewrites the file without the lock).
+      if suite != "P", let store = store.store { write(store) }
     default:
       break
     }

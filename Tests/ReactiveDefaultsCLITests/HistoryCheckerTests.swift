@@ -231,6 +231,20 @@ private let checker = HistoryChecker(boundNanoseconds: 50_000_000)  // 50 ms
     #expect(checker.check(other.events, final: ["0": ["k0": 9]]).isEmpty)
   }
 
+  /// A plain `UserDefaults` removal goes into corelibs' copy as it stands: within the visibility bound of another
+  /// process's save, the copy may not have loaded it yet, and the removal of a key it lacks records nothing (as with
+  /// plain corelibs). Long after that save, the removal must stick. A removal through the library must stick at once.
+  @Test(arguments: [("premove", 20.0, true), ("premove", 200.0, false), ("remove", 20.0, false)])
+  func aPlainRemovalRightAfterAnotherProcessesSaveMayBeLost(_ name: String, after gap: Double, legal: Bool) {
+    var history = HistoryBuilder()
+    history.operation(1, "toolwrite", keys: ["k0"], written: [9], from: 0, to: 10)
+    history.operation(0, thread: 0, name, keys: ["k0"], written: [-1], from: 10 + gap, to: 11 + gap)
+    history.operation(0, thread: 1, "read", keys: ["k0"], result: [9], from: 12 + gap, to: 13 + gap)
+    let anomalies = checker.check(history.events, final: ["0": ["k0": 9]])
+    #expect(anomalies.isEmpty == legal, "\(anomalies)")
+    if !legal { #expect(anomalies.map(\.rule) == ["one process, one truth"]) }
+  }
+
   /// No lost update: an `update` whose body read the value from before a write of the library's that ran inside it
   /// overwrote that write, which a read after both shows. Legal when the update read the write's value, or when the
   /// write went through plain `UserDefaults` (the Transactions article's documented window).

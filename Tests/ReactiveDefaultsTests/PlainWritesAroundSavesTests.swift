@@ -102,3 +102,44 @@ import Testing
     #expect(issues.values.isEmpty)
   }
 }
+
+/// A write of the library's that corelibs keeps no record of (the value its copy holds already, or the removal of a
+/// key it lacks), made while its copy is older than the file (another process saved another value a moment before),
+/// is read back and saved: corelibs' save loads the other value into its copy, and reads still give the library's
+/// write until the save has written it.
+@Suite(.linuxOnly) struct WritesCorelibsSkipsTests {
+  @Test(arguments: [(Optional(1), true), (nil, true), (Optional(1), false), (nil, false)])
+  func aWriteCorelibsSkippedSurvivesTheNextLoad(_ written: Int?, observed: Bool) async throws {
+    let (store, issues) = makeStore(.suite)
+    let name = try #require(store.suiteName)
+    let path = try #require(store.hub.persistence?.file.path)
+    let key = DefaultsKey<Int>("k", default: -1)
+    store[key] = written ?? 5
+    if written == nil { store.reset(key) }
+    store[DefaultsKey<Int>("other", default: 0)] = 1
+    try store.save()
+    let token = observed ? store.property(key).observe { _ in } : nil
+    defer { token?.cancel() }
+    // Another process saves k = 2 (an atomic replacement, as the library's saves are).
+    try PropertyListSerialization.data(fromPropertyList: ["k": 2, "other": 1], format: .xml, options: 0)
+      .write(to: URL(fileURLWithPath: path), options: .atomic)
+    // The same write again, at once: corelibs' copy, not loaded again yet, holds it already.
+    if let written { store[key] = written } else { store.reset(key) }
+    let expected = written ?? -1
+    let duringSave = Recorder<Int>()
+    TrackedFile.saveSteps.withLock { hooks in
+      hooks[path] = { step in
+        if case .afterCorelibsSave = step { duringSave.append(store[key]) }
+      }
+    }
+    defer { _ = TrackedFile.saveSteps.withLock { $0.removeValue(forKey: path) } }
+    #expect(store[key] == expected)
+    try await offThePool { try store.save() }
+    #expect(duringSave.values.allSatisfy { $0 == expected }, "\(duringSave.values)")
+    #expect(store[key] == expected)
+    let saved = try #require(suiteFileBytes(name))
+    let domain = try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any]
+    #expect(domain?["k"] as? Int == written)
+    #expect(issues.values.isEmpty)
+  }
+}

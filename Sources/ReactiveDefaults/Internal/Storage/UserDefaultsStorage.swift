@@ -104,6 +104,9 @@ final class UserDefaultsStorage: DefaultsStorage {
   /// this process, at once.
   func object(forKey key: String) -> Any? {
     #if os(Linux)
+      if let domain, let written = domain.writes.reloadedValue(forKey: key, reading: domain.object(forKey:)) {
+        return object(forKey: key, reloadedAway: written)
+      }
       if let direct = directObject(forKey: key) { return direct }
       if let exact = exactDomain(forKey: key) { return exactObject(forKey: key, in: exact) }
     #endif
@@ -160,6 +163,17 @@ final class UserDefaultsStorage: DefaultsStorage {
       let found = domain.value(forKey: key) ?? CorelibsPreferences.globalValue(forKey: key)
       if let found { return PropertyListValue(foundationObject: found)?.foundationObject }
       return defaults.instance?.volatileDomain(forName: UserDefaults.registrationDomain)[key]
+    }
+
+    /// A read of a key whose write of the library's corelibs lost when it loaded the key again
+    /// (``WritesInCopy/reloadedValue(forKey:reading:)``), as corelibs would answer with its copy holding the write: a
+    /// launch argument wins; then the value written; a removal leaves what the global domain or the registered
+    /// defaults hold.
+    private func object(forKey key: String, reloadedAway written: PropertyListValue?) -> Any? {
+      let instance = defaults.instance
+      return instance?.volatileDomain(forName: UserDefaults.argumentDomain)[key] ?? written?.foundationObject
+        ?? CorelibsPreferences.globalValue(forKey: key)
+        ?? instance?.volatileDomain(forName: UserDefaults.registrationDomain)[key]
     }
 
     /// The longest string (in UTF-16 units) or data (in bytes) a direct read hands out.
@@ -233,7 +247,7 @@ final class UserDefaultsStorage: DefaultsStorage {
         // to another value than ours: another thread's plain write came right after.
         let held = now.flatMap { PropertyListValue(foundationObject: $0) }
         if now !== before || held == value {
-          domain.writes.noteWrite(forKey: key, left: now, overtaken: held != value)
+          domain.writes.noteWrite(forKey: key, value: value, left: now, overtaken: held != value)
           return true
         }
       }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The library's unsaved writes of one suite as corelibs' copy holds them (Linux): per key, the object the write left
 /// in the copy, so that a save can tell whether a plain `UserDefaults` write or removal of this process came after
@@ -15,22 +16,54 @@ import Foundation
 /// looked at again. (The library's own synchronizes and its writes never overlap: both hold the suite's write gates.
 /// A `UserDefaults.synchronize()` of the app's that loads the copy again between the library's write and its save
 /// reads here as a plain write of the value the file held, which is the value corelibs' save had just written.)
+///
+/// A write of the library's that corelibs held no record of (the value its copy held already, or the removal of a key
+/// it lacked: it keeps no unsaved record of either) is lost from the copy when a synchronize loads the key from a
+/// file holding another value (another process's save, made before the copy was loaded again). Such a key is marked
+/// ``Entry/reloadedAway``, and reads of it give the library's write (``reloadedValue(forKey:reading:)``) until the
+/// save writes it, or a plain write of this process replaces the object again.
 final class WritesInCopy: Sendable {
   /// One key's last write of the library's, as the copy held it when last looked at.
   private struct Entry: @unchecked Sendable {  // `object` is only compared by identity, never used or mutated
     /// The object the copy held for the key (nil: none), kept to be compared by identity (an address alone could be
     /// reused once freed).
     var object: AnyObject?
+    /// The value the library wrote (nil: removed).
+    var value: PropertyListValue?
     /// A plain write came after the library's: the copy's value is the one to save.
     var overtaken: Bool
+    /// A synchronize loaded another value of the key into the copy: the library's write is the one to read.
+    var reloadedAway = false
+    /// Which write this is (``marks(_:)``).
+    var sequence: UInt64 = 0
   }
 
   private let entries = Locked<[PropertyListKey: Entry]>([:])
+  /// How many entries are ``Entry/reloadedAway`` (reads look only when some are).
+  private let reloadedAwayCount = Atomic<Int>(0)
+  private let writeCount = Atomic<UInt64>(0)
 
-  /// Records the object the library's write of `key` left in the copy (nil: the key is absent), and whether the copy
-  /// held another value than the one written right after (`overtaken`: another thread's plain write came after ours).
-  func noteWrite(forKey key: String, left object: AnyObject?, overtaken: Bool) {
-    entries.withLock { $0[PropertyListKey(key)] = Entry(object: object, overtaken: overtaken) }
+  /// Records the object the library's write of `value` (nil: a removal) to `key` left in the copy (nil: the key is
+  /// absent), and whether the copy held another value than the one written right after (`overtaken`: another
+  /// thread's plain write came after ours).
+  func noteWrite(forKey key: String, value: PropertyListValue?, left object: AnyObject?, overtaken: Bool) {
+    let sequence = writeCount.add(1, ordering: .relaxed).newValue
+    entries.withLock { entries in
+      let old = entries.updateValue(
+        Entry(object: object, value: value, overtaken: overtaken, sequence: sequence), forKey: PropertyListKey(key))
+      if old?.reloadedAway == true { reloadedAwayCount.subtract(1, ordering: .relaxed) }
+    }
+  }
+
+  /// The library's write of `key` (`.some(nil)`: its removal) when a synchronize loaded another value over it and no
+  /// plain write replaced that since; nil otherwise (read the copy). `read` reads the copy's object for a key.
+  func reloadedValue(forKey key: String, reading read: (String) -> AnyObject?) -> PropertyListValue?? {
+    guard reloadedAwayCount.load(ordering: .relaxed) > 0 else { return nil }
+    guard let entry = entries.withLock({ $0[PropertyListKey(key)] }), entry.reloadedAway, !entry.overtaken else {
+      return nil
+    }
+    guard read(key) === entry.object else { return nil }
+    return .some(entry.value)
   }
 
   /// Before a synchronize of the library's: the keys whose object changed since they were looked at were written
@@ -42,9 +75,16 @@ final class WritesInCopy: Sendable {
   }
 
   /// After a synchronize of the library's: each key's object as the copy holds it now (corelibs loaded those it held
-  /// no unsaved write of).
+  /// no unsaved write of), and whether that lost the library's write.
   func afterSynchronize(reading read: (String) -> AnyObject?) {
-    look(reading: read) { entry, now in entry.object = now }
+    look(reading: read) { entry, now in
+      let held = now.flatMap(PropertyListValue.init(foundationObject:))
+      if now !== entry.object, !entry.reloadedAway, held != entry.value {
+        entry.reloadedAway = true
+        reloadedAwayCount.add(1, ordering: .relaxed)
+      }
+      entry.object = now
+    }
   }
 
   private func look(reading read: (String) -> AnyObject?, _ update: (inout Entry, AnyObject?) -> Void) {
@@ -82,10 +122,22 @@ final class WritesInCopy: Sendable {
     return result
   }
 
-  /// Forgets `keys` once a save wrote them (the library's later writes of a key record it again).
-  func forget(_ keys: some Sequence<PropertyListKey>) {
+  /// Which write of each of `keys` is recorded now, for ``forget(_:)``.
+  func marks(_ keys: some Sequence<PropertyListKey>) -> [PropertyListKey: UInt64] {
     entries.withLock { entries in
-      for key in keys { entries[key] = nil }
+      var marks: [PropertyListKey: UInt64] = [:]
+      for key in keys { if let entry = entries[key] { marks[key] = entry.sequence } }
+      return marks
+    }
+  }
+
+  /// Forgets the writes `marks` names once a save wrote them and corelibs' copy holds the file (a later write of a
+  /// key stays recorded).
+  func forget(_ marks: [PropertyListKey: UInt64]) {
+    entries.withLock { entries in
+      for (key, sequence) in marks where entries[key]?.sequence == sequence {
+        if entries.removeValue(forKey: key)?.reloadedAway == true { reloadedAwayCount.subtract(1, ordering: .relaxed) }
+      }
     }
   }
 }
