@@ -114,26 +114,26 @@ package struct HistoryPlan: Codable, Sendable, Equatable {
       let plainThreads: [(Int, () -> String)] =
         kind == .plainThreads
         ? [(12, { suite { "pset \($0) \(key())" } }), (4, { suite { "premove \($0) \(key())" } })] : []
-      let weighted: [(Int, () -> String)] =
-        plainThreads + [
-          (20, { suite { "write \($0) \(key())" } }),
-          (4, { suite { "remove \($0) \(key())" } }),
-          (20, { readable { "read \($0) \(key())" } }),
-          (5, { suite { "update \($0) \(key())" } }),
-          (4, { suite { "edit \($0) \(twoKeys())" } }),
-          (10, { suite { "flush \($0)" } }),
-          (5, { readable { "refresh \($0)" } }),
-          (6, { readable { "observe \($0) \(key())" } }),
-          (3, { readable { "cancel \($0) \(key())" } }),
-          (4, { readable { "open \($0)" } }),
-          (3, { readable { "release \($0)" } }),
-          (8, { "busy \(side())" }),
-          (3, { "toolwrite \(anySuite()) \(key())" }),
-          (1, { "tooldelete \(anySuite())" }),
-          (1, { "toolimport \(anySuite()) \(twoKeys())" }),
-          (1, { "unlink \(anySuite())" }),
-          (10, { "pause \(Int.random(in: 0...3000, using: &random))" }),
-        ]
+      let base: [(Int, () -> String)] = [
+        (20, { suite { "write \($0) \(key())" } }),
+        (4, { suite { "remove \($0) \(key())" } }),
+        (20, { readable { "read \($0) \(key())" } }),
+        (5, { suite { "update \($0) \(key())" } }),
+        (4, { suite { "edit \($0) \(twoKeys())" } }),
+        (10, { suite { "flush \($0)" } }),
+        (5, { readable { "refresh \($0)" } }),
+        (6, { readable { "observe \($0) \(key())" } }),
+        (3, { readable { "cancel \($0) \(key())" } }),
+        (4, { readable { "open \($0)" } }),
+        (3, { readable { "release \($0)" } }),
+        (8, { "busy \(side())" }),
+        (3, { "toolwrite \(anySuite()) \(key())" }),
+        (1, { "tooldelete \(anySuite())" }),
+        (1, { "toolimport \(anySuite()) \(twoKeys())" }),
+        (1, { "unlink \(anySuite())" }),
+        (10, { "pause \(Int.random(in: 0...3000, using: &random))" }),
+      ]
+      let weighted = plainThreads + base
       let total = weighted.reduce(0) { $0 + $1.0 }
       func operation() -> String {
         var pick = Int.random(in: 0..<total, using: &random)

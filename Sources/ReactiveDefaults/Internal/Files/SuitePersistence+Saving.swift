@@ -28,13 +28,9 @@ extension SuitePersistence {
 
   var hasUnsavedWrites: Bool { state.withLock { $0.sync.hasUnsavedWrites } }
 
-  /// Changes the saving state, keeping ``pendingKeys`` in step.
+  /// Changes the saving state.
   private func changingSync<T: Sendable>(_ body: (inout SuiteSync) -> T) -> T {
-    state.withLock { state in
-      let result = body(&state.sync)
-      pendingKeys.store(state.sync.pendingCount, ordering: .relaxed)
-      return result
-    }
+    state.withLock { body(&$0.sync) }
   }
 
   /// The writes made since the last save took its writes (each key's newest stored value; nil: removed).
