@@ -126,10 +126,12 @@ import Testing
     // The same write again, at once: corelibs' copy, not loaded again yet, holds it already.
     if let written { store[key] = written } else { store.reset(key) }
     let expected = written ?? -1
+    // What a read on another thread gets from storage while the save runs (read here, on the saving thread, from
+    // storage itself: a store's read also looks at the file, which takes the lock this save holds).
     let duringSave = Recorder<Int>()
     TrackedFile.saveSteps.withLock { hooks in
       hooks[path] = { step in
-        if case .afterCorelibsSave = step { duringSave.append(store[key]) }
+        if case .afterCorelibsSave = step { duringSave.append(store.hub.storage.object(forKey: "k") as? Int ?? -1) }
       }
     }
     defer { _ = TrackedFile.saveSteps.withLock { $0.removeValue(forKey: path) } }
