@@ -159,7 +159,17 @@ final class CorelibsDomain: Sendable {
 
   /// The library's unsaved writes as the copy holds them (``UserDefaultsStorage``'s confirmed writes), for a save to
   /// keep a plain `UserDefaults` write of this process made after one of the library's.
-  let writes = WritesInCopy()
+  let writes = WritesInCopy(converting: CorelibsDomain.propertyListValue(of:))
+
+  /// An object the copy holds as a property-list value, each dictionary key exactly as CoreFoundation holds it (its
+  /// collections may not bridge as `NSDictionary`, and a Swift dictionary merges keys that differ only by Unicode
+  /// normalization).
+  static func propertyListValue(of object: AnyObject) -> PropertyListValue? {
+    #if os(Linux)
+      if let collection = CorelibsPreferences.collectionValue(of: object) { return collection }
+    #endif
+    return PropertyListValue(foundationObject: object)
+  }
 
   /// ``value(forKey:)`` as the object the copy holds, to be compared by identity.
   func object(forKey key: String) -> AnyObject? {

@@ -243,11 +243,12 @@ final class UserDefaultsStorage: DefaultsStorage {
       for _ in 0..<100 {
         guard write() else { return false }
         let now = domain.value(forKey: key).map { $0 as AnyObject }
-        // Changed, or unchanged because the domain already held the value (corelibs skips an equal write). Changed
-        // to another value than ours: another thread's plain write came right after.
-        let held = now.flatMap { PropertyListValue(foundationObject: $0) }
-        if now !== before || held == value {
-          domain.writes.noteWrite(forKey: key, value: value, left: now, overtaken: held != value)
+        // Changed, or unchanged because the domain already held the value (corelibs skips an equal write). (A
+        // changed object is taken for ours, not compared with the value: corelibs' copy of a value can differ from
+        // it, a dictionary whose keys differ only by Unicode normalization keeping one. So a plain write of another
+        // thread landing between this write and this read counts as ours: a window of a few microseconds.)
+        if now !== before || now.flatMap(CorelibsDomain.propertyListValue(of:)) == value {
+          domain.writes.noteWrite(forKey: key, value: value, left: now, overtaken: false)
           return true
         }
       }

@@ -39,13 +39,18 @@ final class WritesInCopy: Sendable {
   }
 
   private let entries = Locked<[PropertyListKey: Entry]>([:])
+  /// An object of the copy as a property-list value (``CorelibsDomain/propertyListValue(of:)``).
+  private let convert: @Sendable (AnyObject) -> PropertyListValue?
+
+  init(converting convert: @escaping @Sendable (AnyObject) -> PropertyListValue?) {
+    self.convert = convert
+  }
   /// How many entries are ``Entry/reloadedAway`` (reads look only when some are).
   private let reloadedAwayCount = Atomic<Int>(0)
   private let writeCount = Atomic<UInt64>(0)
 
   /// Records the object the library's write of `value` (nil: a removal) to `key` left in the copy (nil: the key is
-  /// absent), and whether the copy held another value than the one written right after (`overtaken`: another
-  /// thread's plain write came after ours).
+  /// absent), and whether a plain write is known to have come after it (`overtaken`).
   func noteWrite(forKey key: String, value: PropertyListValue?, left object: AnyObject?, overtaken: Bool) {
     let sequence = writeCount.add(1, ordering: .relaxed).newValue
     entries.withLock { entries in
@@ -78,7 +83,7 @@ final class WritesInCopy: Sendable {
   /// no unsaved write of), and whether that lost the library's write.
   func afterSynchronize(reading read: (String) -> AnyObject?) {
     look(reading: read) { entry, now in
-      let held = now.flatMap(PropertyListValue.init(foundationObject:))
+      let held = now.flatMap(convert)
       if now !== entry.object, !entry.reloadedAway, held != entry.value {
         entry.reloadedAway = true
         reloadedAwayCount.add(1, ordering: .relaxed)
@@ -117,7 +122,7 @@ final class WritesInCopy: Sendable {
         continue
       }
       // A value that is no property-list value (not written by this library) leaves the library's.
-      if let value = PropertyListValue(foundationObject: now) { result[key] = .some(value) }
+      if let value = convert(now) { result[key] = .some(value) }
     }
     return result
   }
