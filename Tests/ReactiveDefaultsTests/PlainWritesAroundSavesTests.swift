@@ -15,7 +15,8 @@ import Testing
     /// `UserDefaults(suiteName:).set(value, forKey:)`
     case plain(Int)
     case plainRemove
-    /// The app's `UserDefaults.synchronize()`.
+    /// The app's `UserDefaults.synchronize()`, of this suite alone: corelibs' own saves every suite of the process in
+    /// place, which would reach into the other tests of this process (a suite whose lock a test holds).
     case plainSynchronize
 
     var description: String {
@@ -65,7 +66,12 @@ import Testing
       case .ours(let value): store[key] = value
       case .plain(let value): raw.set(value, forKey: "k")
       case .plainRemove: raw.removeObject(forKey: "k")
-      case .plainSynchronize: _ = raw.synchronize()
+      case .plainSynchronize:
+        #if os(Linux)
+          _ = CorelibsPreferences.synchronize(domain: name)
+        #else
+          _ = raw.synchronize()
+        #endif
       }
     }
     store[key] = 0
