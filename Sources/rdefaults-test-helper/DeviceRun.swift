@@ -141,9 +141,14 @@ final class DeviceRun {
         .init(operation: index, device: device, key: key, value: value, account: account(device), wall: wall(device)))
     case .remove(let device, let key):
       guard let store = devices[device]?.store else { return }
-      // Removing a key that holds nothing writes nothing.
-      let held = store.storedEntries[PropertyListKey(DevicePlan.keys[key])] != nil
-      store.reset(Self.key(key))
+      // Removing a key that holds nothing writes nothing. The look and the removal are one edit: a folder device's
+      // pull runs whenever its watch hears another device's file (not only inside waitForIdle), and one landing
+      // between them made a removal of the pulled value that the history did not record.
+      let held =
+        (try? store.edit { tx in
+          defer { tx.reset(Self.key(key)) }
+          return tx[Self.key(key)] != nil
+        }) ?? false
       if held {
         noteWhileStopped(device)
         history.writes.append(

@@ -90,7 +90,8 @@ package struct DeviceHistory: Codable, Sendable, Equatable {
           .compactMap { deviceNames[$0.device] }
         if !makers.contains(upload.stamp.device) {
           found.append(
-            "key \(key): \(describe(upload.value)) reached account \(upload.account) stamped by \(upload.stamp.device), "
+            "key \(key): \(describe(upload.value)) reached account \(upload.account) stamped by \(upload.stamp.device) "
+              + "(device \(deviceNames.firstIndex(of: upload.stamp.device).map(String.init) ?? "unknown")), "
               + "which did not write it there (a pull re-stamped, or a value never written was pushed)")
         }
         if let value = upload.value, value >= DevicePlan.ownValueBase {
