@@ -71,8 +71,13 @@ func runDeviceWorker(_ arguments: [String]) -> Never {
       store[key] = value
     case ("remove", 1):
       guard let key = key(arguments[0]) else { answer = "bad"; break }
-      answer = store.storedEntries[PropertyListKey(key.name)] == nil ? "none" : "held"
-      store.reset(key)
+      // The look and the removal in one edit: a pull that lands between them would be removed unrecorded.
+      let held =
+        (try? store.edit { tx in
+          defer { tx.reset(key) }
+          return tx[key] != nil
+        }) ?? false
+      answer = held ? "held" : "none"
     case ("idle", 0): answer = sync.map { waitUntilIdle($0) ? "idle" : "busy" } ?? "idle"
     case ("values", 0):
       let stored = store.storedEntries
