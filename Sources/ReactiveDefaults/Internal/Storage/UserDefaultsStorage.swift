@@ -100,16 +100,13 @@ final class UserDefaultsStorage: DefaultsStorage {
     #endif
   }
 
+  /// What corelibs (Apple: Foundation) answers for `key`: the same as plain `UserDefaults`, whoever wrote it last in
+  /// this process, at once.
   func object(forKey key: String) -> Any? {
     #if os(Linux)
-      if let pending = persistence?.pendingValue(forKey: key) { return object(forKey: key, pending: pending) }
-    #endif
-    return corelibsObject(forKey: key)
-  }
-
-  /// What corelibs (Apple: Foundation) answers for `key`.
-  private func corelibsObject(forKey key: String) -> Any? {
-    #if os(Linux)
+      if let domain, let written = domain.writes.reloadedValue(forKey: key, reading: domain.object(forKey:)) {
+        return object(forKey: key, reloadedAway: written)
+      }
       if let direct = directObject(forKey: key) { return direct }
       if let exact = exactDomain(forKey: key) { return exactObject(forKey: key, in: exact) }
     #endif
@@ -168,19 +165,13 @@ final class UserDefaultsStorage: DefaultsStorage {
       return defaults.instance?.volatileDomain(forName: UserDefaults.registrationDomain)[key]
     }
 
-    /// A read of a key this process wrote and has not finished saving (``SuitePersistence/pendingValue(forKey:)``):
-    /// answered from the library's own record of that write, never from corelibs.
-    ///
-    /// corelibs may answer from another copy of the suite, loaded from the file without the write: another thread's
-    /// `getpwuid` (any thread of the process: the app's, a logging library's) rewrites the user name corelibs names
-    /// its copies by on every call (see ``PreferencesCalls``). So the write decides, as corelibs would have with its
-    /// own copy: a launch argument still wins; then the value written; a removal leaves what the other domains hold
-    /// (the global domain, then the registered defaults). A plain `UserDefaults` write of the same key made in this
-    /// process since, which corelibs does not announce, is read once the library's write is saved (at most 100 ms
-    /// later, or at `flush()`), as Gotchas documents.
-    private func object(forKey key: String, pending: PropertyListValue?) -> Any? {
+    /// A read of a key whose write of the library's corelibs lost when it loaded the key again
+    /// (``WritesInCopy/reloadedValue(forKey:reading:)``), as corelibs would answer with its copy holding the write: a
+    /// launch argument wins; then the value written; a removal leaves what the global domain or the registered
+    /// defaults hold.
+    private func object(forKey key: String, reloadedAway written: PropertyListValue?) -> Any? {
       let instance = defaults.instance
-      return instance?.volatileDomain(forName: UserDefaults.argumentDomain)[key] ?? pending?.foundationObject
+      return instance?.volatileDomain(forName: UserDefaults.argumentDomain)[key] ?? written?.foundationObject
         ?? CorelibsPreferences.globalValue(forKey: key)
         ?? instance?.volatileDomain(forName: UserDefaults.registrationDomain)[key]
     }
@@ -202,22 +193,27 @@ final class UserDefaultsStorage: DefaultsStorage {
         // straight to CoreFoundation, as a string it compares exactly (``CorelibsPreferences/needsExactString(_:)``);
         // every other write goes through `UserDefaults.set`, as it always has.
         if persistence != nil, let domain,
-          domain.exactNames || CorelibsPreferences.needsExactString(key) || value.hasExactKeys,
-          domain.set(value.corelibsObject, forKey: key)
+          domain.exactNames || CorelibsPreferences.needsExactString(key) || value.hasExactKeys
         {
-          return value
+          if confirming(value, forKey: key, { domain.set(value.corelibsObject, forKey: key) }) { return value }
         }
       #endif
       let object = value.foundationObject
-      PreferencesCalls.serialized { instance.set(object, forKey: key) }
+      confirming(value, forKey: key) {
+        PreferencesCalls.serialized { instance.set(object, forKey: key) }
+        return true
+      }
       return value
     case .remove:
       #if os(Linux)
-        if let exact = exactDomain(forKey: key), exact.set(nil, forKey: key) {
-          return nil
+        if let exact = exactDomain(forKey: key) {
+          if confirming(nil, forKey: key, { exact.set(nil, forKey: key) }) { return nil }
         }
       #endif
-      PreferencesCalls.serialized { instance.removeObject(forKey: key) }
+      confirming(nil, forKey: key) {
+        PreferencesCalls.serialized { instance.removeObject(forKey: key) }
+        return true
+      }
       return nil
     case .url(let url):
       #if canImport(Darwin)
@@ -230,6 +226,36 @@ final class UserDefaultsStorage: DefaultsStorage {
         return apply(archive.map(StorageWrite.set) ?? .remove, forKey: key)
       #endif
     }
+  }
+
+  /// Runs `write` (of `value`, nil: a removal, to `key`) until it reached the domain's object that reads see (Linux,
+  /// where the library handles the suite's file): corelibs finds the object to write by a name built from
+  /// `getpwuid`'s buffer, which another thread can garble meanwhile, and the write then goes to another copy of the
+  /// suite (``CorelibsPreferences/domainObject(_:)``). A write that reached it replaced the object held for the key
+  /// (corelibs copies each value it stores); one that went astray left the object as it was. (Another thread's write
+  /// of the key meanwhile replaces it too: the two were concurrent, and either may be last.)
+  /// `write` returns false when it could write nothing (then nor does this).
+  @discardableResult
+  private func confirming(_ value: PropertyListValue?, forKey key: String, _ write: () -> Bool) -> Bool {
+    #if os(Linux)
+      guard persistence != nil, let domain else { return write() }
+      let before = domain.value(forKey: key).map { $0 as AnyObject }
+      for _ in 0..<100 {
+        guard write() else { return false }
+        let now = domain.value(forKey: key).map { $0 as AnyObject }
+        // Changed, or unchanged because the domain already held the value (corelibs skips an equal write). (A
+        // changed object is taken for ours, not compared with the value: corelibs' copy of a value can differ from
+        // it, a dictionary whose keys differ only by Unicode normalization keeping one. So a plain write of another
+        // thread landing between this write and this read counts as ours: a window of a few microseconds.)
+        if now !== before || now.flatMap(CorelibsDomain.propertyListValue(of:)) == value {
+          domain.writes.noteWrite(forKey: key, value: value, left: now, overtaken: false)
+          return true
+        }
+      }
+      return true
+    #else
+      write()
+    #endif
   }
 
   func snapshot() -> [PropertyListKey: PropertyListValue] {
