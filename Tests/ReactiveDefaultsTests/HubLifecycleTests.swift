@@ -65,7 +65,13 @@ import Testing
     /// change into memory, this store's observers hear of it. (Before, the new hub had bookkeeping of its own over the
     /// same corelibs copy: the save merged the change for a hub that was gone and marked memory as the file, so the
     /// new hub's reload found nothing to do, and its observer never heard of the change.)
-    @Test func aStoreMadeWhileTheDroppedHubSavesHearsWhatThatSaveMerged() async throws {
+    ///
+    /// `appSynchronizes`: the app's `UserDefaults.synchronize()` of another suite, right after the write, which on
+    /// corelibs saves every suite of the process in place, the dropped hub's unsaved write with it. The whole-suite
+    /// runs made that order at random (another test's plain `synchronize()` loop): it failed CI three times while this
+    /// test's other process wrote the file as the test last saw it, undoing a save it had not read.
+    @Test(arguments: [false, true])
+    func aStoreMadeWhileTheDroppedHubSavesHearsWhatThatSaveMerged(appSynchronizes: Bool) async throws {
       let name = makeSuiteName()
       defer { removeSuiteFile(name) }
       let path = preferencesFolder.appendingPathComponent("\(name).plist").path
@@ -75,6 +81,8 @@ import Testing
       // The suite's lock, held as another process would: the background save waits for it.
       let descriptor = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
       try #require(descriptor >= 0 && flock(descriptor, LOCK_EX) == 0)
+      // Let go on every path (a failed check left the lock held, and the process's save at exit waited for it).
+      defer { close(descriptor) }
       // What happens to the suite: "waits" each time a thread is about to wait for the lock, "made" once the second
       // store is made (one recorder, so that a wait can end on either).
       let progress = Recorder<String>()
@@ -82,14 +90,21 @@ import Testing
       defer { _ = SuiteFile.lockWaits.withLock { $0.removeValue(forKey: path + ".lock") } }
       let persistence = try #require(first.hub.persistence)
       first[.count] = 2
+      if appSynchronizes { _ = UserDefaults(suiteName: makeSuiteName() + ".app")?.synchronize() }
       weak var dropped: ChangeHub?
       dropped = first.hub
       _ = consume first
       #expect(dropped == nil)
       #expect(await progress.wait { !$0.isEmpty })
-      // Another process saves meanwhile (holding the lock, which it has).
-      try PropertyListSerialization.data(fromPropertyList: ["count": 1, "other": 7], format: .xml, options: 0)
-        .write(to: URL(fileURLWithPath: path), options: .atomic)
+      // Another process saves meanwhile (holding the lock, which it has): its write of `other`, into what the file
+      // holds (an app's `synchronize()` may have saved the dropped hub's 2 there; else it holds the 1 saved above).
+      // (Read as a process of the library's reads: corelibs' in-place save of an app's `synchronize()` may be under
+      // way, and takes no lock.)
+      var onDisk = try #require(try SuiteFile(suiteName: name).savedEntries())
+      onDisk["other"] = .integer(7)
+      try PropertyListSerialization.data(
+        fromPropertyList: PropertyListValue.dictionary(onDisk).foundationObject, format: .xml, options: 0
+      ).write(to: URL(fileURLWithPath: path), options: .atomic)
       // The second store is made, read and observed on a thread of its own: each may wait for the lock this test
       // holds (a read that finds the file changed reloads it), and a wait on one of the test pool's threads would
       // never end.
@@ -107,7 +122,6 @@ import Testing
       // than the lock's file (not announced by `lockWaits`); the checks below are what the test is about.
       _ = await progress.wait(timeout: 10) { $0.contains("made") || $0.filter { $0 == "waits" }.count >= 2 }
       flock(descriptor, LOCK_UN)
-      close(descriptor)
       let (store, token, shared, count) = try #require(try await second)
       #expect(shared === persistence)
       #expect(count == 2)
