@@ -90,9 +90,9 @@ package struct DeviceHistory: Codable, Sendable, Equatable {
           .compactMap { deviceNames[$0.device] }
         if !makers.contains(upload.stamp.device) {
           found.append(
-            "key \(key): \(describe(upload.value)) reached account \(upload.account) stamped by \(upload.stamp.device) "
-              + "(device \(deviceNames.firstIndex(of: upload.stamp.device).map(String.init) ?? "unknown")), "
-              + "which did not write it there (a pull re-stamped, or a value never written was pushed)")
+            "key \(key): \(describe(upload.value)) reached account \(upload.account) stamped by \(upload.stamp.device), "
+              + "which did not write it there (device \(index(of: upload.stamp.device)): a pull re-stamped, or a value "
+              + "never written was pushed)")
         }
         if let value = upload.value, value >= DevicePlan.ownValueBase {
           found.append("key \(key): a device's own value \(value) from before its sync was pushed")
@@ -132,6 +132,11 @@ package struct DeviceHistory: Codable, Sendable, Equatable {
       }
     }
     return found
+  }
+
+  /// A device's number in the plan, from its sync name.
+  private func index(of name: String) -> String {
+    deviceNames.firstIndex(of: name).map(String.init) ?? "unknown"
   }
 
   private func describe(_ value: Int?) -> String {
