@@ -8,7 +8,10 @@ import Testing
 // Compiled on Linux only: these tests call corelibs' preferences directly (CorelibsPreferences), which Apple's
 // Foundation does not have.
 #if os(Linux)
-  @Suite(.linuxOnly) struct SynchronizeDuringSaveTests {
+  // One test at a time: the plain `synchronize()` loop below saves every suite of the process with unsaved writes, in
+  // place, and one landing inside aFileRemovedDuringASaveReachesTheObservers' window (a write, then another process's
+  // `rm`) would save the write before the removal, which that test's expectations do not allow for.
+  @Suite(.linuxOnly, .serialized) struct SynchronizeDuringSaveTests {
     /// A write of ours after corelibs' save had been read back, then a plain `synchronize()` on another thread (of any
     /// suite: corelibs then saves every domain of the process) before the save renamed its journal: corelibs wrote that
     /// write into the file in place and counted it saved; the rename then replaced that file with the journal, which
