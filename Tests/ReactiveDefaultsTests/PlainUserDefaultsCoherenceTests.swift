@@ -52,6 +52,30 @@ import Testing
     #expect(store[Self.count] == 9)
   }
 
+  /// The other way: a write through the library is what plain `UserDefaults` reads at once, every kind of value,
+  /// with the instance's merged view built before each write (the library writes through corelibs'
+  /// `CFPreferencesSetAppValue` itself, as `UserDefaults.set` does, without that method's bridging check).
+  @Test func aLibraryWriteIsWhatPlainUserDefaultsReadsAtOnce() throws {
+    let (store, issues) = makeStore()
+    let raw = try #require(UserDefaults(suiteName: store.suiteName))
+    let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+    let date = Date(timeIntervalSinceReferenceDate: 1_000)
+    let cases: [(String, PropertyListValue?)] = [
+      ("int", .integer(42)), ("text", .string("forty-two")), ("bytes", .data(bytes)), ("date", .date(date)),
+      ("list", .array([.integer(1), .string("two")])), ("map", .dictionary(["a": .integer(1), "b": .bool(true)])),
+      ("int", .integer(43)), ("bytes", .data(Data([1, 2, 3]))), ("int", nil), ("bytes", nil),
+    ]
+    for (key, value) in cases {
+      _ = raw.object(forKey: key)
+      #expect(store.hub.write(value.map(StorageWrite.set) ?? .remove, forKey: key) == nil)
+      let read = raw.object(forKey: key).flatMap { PropertyListValue(foundationObject: $0) }
+      #expect(read == value, "\(key): plain UserDefaults read \(String(describing: read))")
+    }
+    store.flush()
+    #expect(raw.object(forKey: "int") == nil && raw.object(forKey: "text") as? String == "forty-two")
+    #expect(issues.values.isEmpty)
+  }
+
   /// swift-sharing's `AppStorageTests`, ported: a key written through the library, then by plain `UserDefaults`; a
   /// read gives the plain value, and an observer hears it at `refresh()`.
   @Test func everyKindOfValueWrittenPlainlyIsReadAndHeard() throws {

@@ -264,12 +264,16 @@
     }
 
     /// The value of `key` in the domain object `object` (``domainObject(_:)``); nil when absent.
+    ///
+    /// Not one of the library's turns at corelibs (``PreferencesCalls``): the call names no domain, so it never asks
+    /// `getpwuid` for the user's name, and corelibs reads the object's dictionary under the object's own lock (the
+    /// lock its saves and writes take too). The turns are for calls that look a domain up by name; every read of the
+    /// library's comes here, and made to wait for them, reads of every suite queued behind any slow corelibs call of
+    /// another (the whole test suite ran 2.8 times slower, its threads waiting for the turn).
     static func value(forKey key: String, inDomainObject object: UnsafeRawPointer) -> Any? {
       guard let objects = domainObjects, let name = keyString(key) else { return nil }
       return withExtendedLifetime(name) { () -> Any? in
-        guard
-          let raw = PreferencesCalls.serialized({ objects.value(object, Unmanaged.passUnretained(name).toOpaque()) })
-        else { return nil }
+        guard let raw = objects.value(object, Unmanaged.passUnretained(name).toOpaque()) else { return nil }
         // Create rule: the caller owns the value.
         return Unmanaged<AnyObject>.fromOpaque(raw).takeRetainedValue()
       }
@@ -313,6 +317,26 @@
           } else {
             symbols.setValue(Unmanaged.passUnretained(name).toOpaque(), object, symbols.currentApplication)
           }
+        }
+      }
+      return true
+    }
+
+    /// Writes (or, for nil, removes) `key` as corelibs' `UserDefaults.set(_:forKey:)` does once it has checked the
+    /// value (`CFPreferencesSetAppValue`, through corelibs' cache of applications, so that its merged views see the
+    /// write at once), with `value` already an object CoreFoundation holds (``PropertyListValue/corelibsObject``).
+    /// `UserDefaults.set` checks a value by bridging it to Swift, byte by byte for data: seconds for a few MiB, all of
+    /// it inside the library's turn at corelibs (``PreferencesCalls``), which every other suite's reads then waited
+    /// for. False when the function is not there (the caller writes through `UserDefaults`).
+    static func setAppValue(_ value: AnyObject?, forKey key: String, application: String?) -> Bool {
+      guard let symbols, let name = keyString(key) else { return false }
+      let suite = application.flatMap(keyString)
+      guard application == nil || suite != nil else { return false }
+      withExtendedLifetime((name, suite, value)) {
+        let object = value.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
+        let target = suite.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
+        PreferencesCalls.serialized {
+          symbols.setValue(Unmanaged.passUnretained(name).toOpaque(), object, target ?? symbols.currentApplication)
         }
       }
       return true

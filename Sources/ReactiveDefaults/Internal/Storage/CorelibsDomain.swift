@@ -211,6 +211,17 @@ final class CorelibsDomain: Sendable {
     #endif
   }
 
+  /// Writes (or, for nil, removes) `key` as `UserDefaults.set(_:forKey:)` does after checking the value
+  /// (``CorelibsPreferences/setAppValue(_:forKey:application:)``), without its check's bridging of the value; false
+  /// when that cannot be done (not Linux), and the caller writes through `UserDefaults`.
+  func setAsUserDefaults(_ object: AnyObject?, forKey key: String) -> Bool {
+    #if os(Linux)
+      CorelibsPreferences.setAppValue(object, forKey: key, application: preferencesName)
+    #else
+      false
+    #endif
+  }
+
   /// The whole copy as CoreFoundation holds it, with plain `UserDefaults` writes of this process, each key as
   /// CoreFoundation holds it: `persistentDomain(forName:)` hands out a Swift dictionary, and bridging to one merges
   /// keys that differ only by Unicode normalization, keeping one.

@@ -197,6 +197,12 @@ final class UserDefaultsStorage: DefaultsStorage {
         {
           if confirming(value, forKey: key, { domain.set(value.corelibsObject, forKey: key) }) { return value }
         }
+        // Every other write of a suite whose file the library handles: corelibs' `UserDefaults.set` minus its check,
+        // which bridges the value to Swift (a 10 MB data value: seconds, inside the library's turn at corelibs).
+        if persistence != nil, let domain {
+          let object = value.corelibsObject
+          if confirming(value, forKey: key, { domain.setAsUserDefaults(object, forKey: key) }) { return value }
+        }
       #endif
       let object = value.foundationObject
       confirming(value, forKey: key) {
