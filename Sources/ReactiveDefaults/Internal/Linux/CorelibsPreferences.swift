@@ -15,34 +15,34 @@
   /// Looked up in the loaded Foundation rather than imported: importing CoreFoundation makes the C `stat` type
   /// resolve through other modules in whole-module builds, which `MemberImportVisibility` then refuses.
   enum CorelibsPreferences {
-    private typealias Synchronize = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) -> UInt8
-    private typealias CopyValue =
+    typealias Synchronize = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) -> UInt8
+    typealias CopyValue =
       @convention(c) (
         UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?
       ) -> UnsafeMutableRawPointer?
 
-    private typealias SetDomainValue =
+    typealias SetDomainValue =
       @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) ->
       Void
-    private typealias SetValue = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) -> Void
-    private typealias CreateString =
+    typealias SetValue = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) -> Void
+    typealias CreateString =
       @convention(c) (UnsafeRawPointer?, UnsafePointer<UInt8>?, Int, UInt32, UInt8) -> UnsafeMutableRawPointer?
-    private typealias CreatePropertyList =
+    typealias CreatePropertyList =
       @convention(c) (
         UnsafeRawPointer?, UnsafeRawPointer?, UInt, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?
       ) -> UnsafeMutableRawPointer?
 
-    private typealias TypeOf = @convention(c) (UnsafeRawPointer?) -> UInt
-    private typealias TypeID = @convention(c) () -> UInt
-    private typealias Count = @convention(c) (UnsafeRawPointer?) -> Int
-    private typealias KeysAndValues =
+    typealias TypeOf = @convention(c) (UnsafeRawPointer?) -> UInt
+    typealias TypeID = @convention(c) () -> UInt
+    typealias Count = @convention(c) (UnsafeRawPointer?) -> Int
+    typealias KeysAndValues =
       @convention(c) (
         UnsafeRawPointer?, UnsafeMutablePointer<UnsafeRawPointer?>?, UnsafeMutablePointer<UnsafeRawPointer?>?
       ) -> Void
-    private typealias ValueAtIndex = @convention(c) (UnsafeRawPointer?, Int) -> UnsafeRawPointer?
+    typealias ValueAtIndex = @convention(c) (UnsafeRawPointer?, Int) -> UnsafeRawPointer?
 
     /// CoreFoundation's functions for reading its dictionaries and arrays as they are.
-    private struct Collections: @unchecked Sendable {  // immutable pointers to CoreFoundation's functions
+    struct Collections: @unchecked Sendable {  // immutable pointers to CoreFoundation's functions
       let typeOf: TypeOf
       let dictionaryType: UInt
       let arrayType: UInt
@@ -52,7 +52,7 @@
       let valueAtIndex: ValueAtIndex
     }
 
-    private static let collections: Collections? = {
+    static let collections: Collections? = {
       guard let typeOf = dlsym(nil, "CFGetTypeID"), let dictionaryType = dlsym(nil, "CFDictionaryGetTypeID"),
         let arrayType = dlsym(nil, "CFArrayGetTypeID"), let dictionaryCount = dlsym(nil, "CFDictionaryGetCount"),
         let keysAndValues = dlsym(nil, "CFDictionaryGetKeysAndValues"), let arrayCount = dlsym(nil, "CFArrayGetCount"),
@@ -112,7 +112,7 @@
       }
     }
 
-    private struct Symbols: @unchecked Sendable {  // immutable pointers to CoreFoundation's functions and constants
+    struct Symbols: @unchecked Sendable {  // immutable pointers to CoreFoundation's functions and constants
       let synchronize: Synchronize
       let copyValue: CopyValue
       let copyMultiple: CopyValue
@@ -126,7 +126,7 @@
       let anyHost: UnsafeRawPointer
     }
 
-    private static let symbols: Symbols? = {
+    static let symbols: Symbols? = {
       func constant(_ name: String) -> UnsafeRawPointer? {
         dlsym(nil, name).flatMap { $0.assumingMemoryBound(to: UnsafeRawPointer?.self).pointee }
       }
@@ -187,94 +187,6 @@
           })
         else { return nil }
         // CFPreferencesCopyValue follows the Create rule: the caller owns the value.
-        return Unmanaged<AnyObject>.fromOpaque(raw).takeRetainedValue()
-      }
-    }
-
-    /// What finds the object corelibs keeps for one domain, and reads it (``domainObject(_:)``): functions corelibs
-    /// exports for Foundation (`ForFoundationOnly.h`, whose `_CFApplicationPreferences` struct begins with its search
-    /// list).
-    private struct DomainObjects: @unchecked Sendable {  // immutable pointers to CoreFoundation's functions
-      typealias CreateType = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?) -> UnsafeMutableRawPointer?
-      typealias CallType = @convention(c) (UnsafeMutableRawPointer?) -> Void
-      typealias ValueType = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?) -> UnsafeMutableRawPointer?
-      typealias RetainType = @convention(c) (UnsafeRawPointer?) -> UnsafeRawPointer?
-      let createApplicationPreferences: CreateType
-      let setStandardSearchList: CallType
-      let deallocateApplicationPreferences: CallType
-      let value: ValueType
-      let retain: RetainType
-    }
-
-    private static let domainObjects: DomainObjects? = {
-      guard let create = dlsym(nil, "_CFApplicationPreferencesCreateWithUser"),
-        let searchList = dlsym(nil, "_CFApplicationPreferencesSetStandardSearchList"),
-        let deallocate = dlsym(nil, "_CFDeallocateApplicationPreferences"),
-        let value = dlsym(nil, "_CFPreferencesDomainCreateValueForKey"), let retain = dlsym(nil, "CFRetain")
-      else { return nil }
-      return DomainObjects(
-        createApplicationPreferences: unsafeBitCast(create, to: DomainObjects.CreateType.self),
-        setStandardSearchList: unsafeBitCast(searchList, to: DomainObjects.CallType.self),
-        deallocateApplicationPreferences: unsafeBitCast(deallocate, to: DomainObjects.CallType.self),
-        value: unsafeBitCast(value, to: DomainObjects.ValueType.self),
-        retain: unsafeBitCast(retain, to: DomainObjects.RetainType.self))
-    }()
-
-    /// The object corelibs serves one domain of the current user, any host, from (a suite by its name, or the
-    /// application's for nil): the one `UserDefaults` reads through its search list and, but for the race below,
-    /// writes into. nil when it cannot be found.
-    ///
-    /// corelibs finds a domain's object by a name it builds from the user's name at each call, which it takes from
-    /// `getpwuid`'s one static buffer: while another thread of the process calls `getpwuid` (the app's, a logging
-    /// library's, corelibs' own), the name can come out garbled, and that call reads or writes another object, loaded
-    /// from the file (without this process's unsaved writes). Read through this object, a read never goes astray; it
-    /// is found through a search list built for the purpose (as `UserDefaults` builds its own, once), three times in
-    /// agreement (a garbled look-up would give another object), and kept (corelibs keeps it too, for the process's
-    /// life, unless the app calls `CFPreferencesFlushCaches`).
-    static func domainObject(_ domain: String?) -> UnsafeRawPointer? {
-      guard let symbols, let objects = domainObjects, let collections else { return nil }
-      let suite = domain.flatMap(keyString)
-      return withExtendedLifetime(suite) { () -> UnsafeRawPointer? in
-        let application =
-          suite.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
-          ?? symbols.currentApplication
-        func lookUp() -> UnsafeRawPointer? {
-          PreferencesCalls.serialized { () -> UnsafeRawPointer? in
-            guard let preferences = objects.createApplicationPreferences(symbols.currentUser, application) else {
-              return nil
-            }
-            defer { objects.deallocateApplicationPreferences(preferences) }
-            objects.setStandardSearchList(preferences)
-            // this app, this user, this host; this app, this user, any host (the one); then six more.
-            guard let search = preferences.load(as: UnsafeRawPointer?.self),
-              collections.typeOf(search) == collections.arrayType, collections.arrayCount(search) == 8
-            else { return nil }
-            return collections.valueAtIndex(search, 1)
-          }
-        }
-        for _ in 0..<20 {
-          guard let first = lookUp() else { return nil }
-          if lookUp() == first && lookUp() == first {
-            _ = objects.retain(first)
-            return first
-          }
-        }
-        return nil
-      }
-    }
-
-    /// The value of `key` in the domain object `object` (``domainObject(_:)``); nil when absent.
-    ///
-    /// Not one of the library's turns at corelibs (``PreferencesCalls``): the call names no domain, so it never asks
-    /// `getpwuid` for the user's name, and corelibs reads the object's dictionary under the object's own lock (the
-    /// lock its saves and writes take too). The turns are for calls that look a domain up by name; every read of the
-    /// library's comes here, and made to wait for them, reads of every suite queued behind any slow corelibs call of
-    /// another (the whole test suite ran 2.8 times slower, its threads waiting for the turn).
-    static func value(forKey key: String, inDomainObject object: UnsafeRawPointer) -> Any? {
-      guard let objects = domainObjects, let name = keyString(key) else { return nil }
-      return withExtendedLifetime(name) { () -> Any? in
-        guard let raw = objects.value(object, Unmanaged.passUnretained(name).toOpaque()) else { return nil }
-        // Create rule: the caller owns the value.
         return Unmanaged<AnyObject>.fromOpaque(raw).takeRetainedValue()
       }
     }
@@ -368,7 +280,7 @@
     }
 
     /// The key as handed to CoreFoundation: exact where it must be (``needsExactString(_:)``), else Swift-made.
-    private static func keyString(_ key: String) -> NSString? {
+    static func keyString(_ key: String) -> NSString? {
       needsExactString(key) ? exactString(key) : NSString(string: key)
     }
 
