@@ -107,62 +107,38 @@ final class UserDefaultsStorage: DefaultsStorage {
       if let domain, let written = domain.writes.reloadedValue(forKey: key, reading: domain.object(forKey:)) {
         return object(forKey: key, reloadedAway: written)
       }
-      if let direct = directObject(forKey: key) { return direct }
-      if let exact = exactDomain(forKey: key) { return exactObject(forKey: key, in: exact) }
+      // A suite whose file the library handles is read as corelibs looks, with the suite's own domain read from
+      // corelibs' object for it: never through a domain found by a name built from `getpwuid`, which another
+      // thread of the process (the app's, not the library's) can garble meanwhile, sending the read to a stray copy
+      // loaded from the file (an older value; BusyProcessTests' threads do that).
+      if persistence != nil, let domain { return exactObject(forKey: key, in: domain) }
     #endif
     guard let instance = defaults.instance else { return nil }
     return PreferencesCalls.serialized { instance.object(forKey: key) }
   }
 
   #if os(Linux)
-    /// Reads since the last write through this storage. After a write, corelibs' `object(forKey:)` rebuilds its
-    /// merged view of every domain at the next read (10 ms at 10,000 keys): so the reads right after a write go to
-    /// the suite's own domain directly (about 5 µs whatever its size), and once reads run on without writes, one
-    /// `object(forKey:)` rebuilds the view and the faster warm path takes over again.
-    private let readsSinceWrite = Atomic<Int>(Int.max / 2)
-    static let directReadsAfterWrite = 64
-
-    /// The value straight from the suite's own domain, when that is what `object(forKey:)` would return: the key is
-    /// in that domain and not overridden by a launch argument. nil: ask `object(forKey:)`.
-    private func directObject(forKey key: String) -> Any? {
-      guard persistence != nil, let domain else { return nil }
-      // A key with a canonically equivalent spelling is always read from the suite's own domain, with a key
-      // CoreFoundation compares exactly: corelibs' merged view compares keys as Swift strings.
-      let exact = exactDomain(forKey: key) != nil
-      // A plain load first: reads far from any write (the common case) pay no read-modify-write.
-      guard
-        exact
-          || (readsSinceWrite.load(ordering: .relaxed) < Self.directReadsAfterWrite
-            && readsSinceWrite.add(1, ordering: .relaxed).newValue <= Self.directReadsAfterWrite),
-        defaults.instance?.volatileDomain(forName: UserDefaults.argumentDomain)[key] == nil
-      else { return nil }
-      guard let object = domain.value(forKey: key) else { return nil }
-      if exact {
-        // Whatever its size: the merged view could hand out the other spelling's value.
-        return PropertyListValue(foundationObject: object)?.foundationObject
-      }
-      // Small scalars only. corelibs bridges its own objects to Swift values byte by byte (an `NSData` of a few MiB
-      // takes seconds), where `object(forKey:)` hands out Swift values at once: large values, arrays and
-      // dictionaries are left to it.
-      switch object {
-      case is NSNumber, is NSDate: return object
-      case let text as NSString where text.length <= Self.largestDirectString: return object
-      case let data as NSData where data.length <= Self.largestDirectString:
-        return Data(bytes: data.bytes, count: data.length)
-      default: return nil
-      }
-    }
-
-    /// What `object(forKey:)` returns, found with the key and the suite's name as strings CoreFoundation compares
-    /// exactly (``CorelibsPreferences/needsExactString(_:)``): corelibs' own lookups compare them as Swift strings,
-    /// in its caches of domains and of applications' search lists too, which can find the other spelling of a key or
-    /// of the suite's name. Launch arguments first, then the suite's own domain, the global domain, and registered
-    /// defaults, as corelibs looks.
+    /// What `object(forKey:)` returns, with the suite's own domain read from corelibs' object for it
+    /// (``CorelibsDomain/value(forKey:)``, which no other thread's `getpwuid` can send elsewhere) and the key as a
+    /// string CoreFoundation compares exactly where it must (``CorelibsPreferences/needsExactString(_:)``: corelibs'
+    /// own lookups compare keys and suite names as Swift strings, which can find the other spelling). Launch
+    /// arguments first, then the suite's own domain, the global domain, and registered defaults, as corelibs looks.
+    ///
+    /// A key the suite's own domain lacks is asked of `UserDefaults.object(forKey:)` (for a key whose spelling need
+    /// not be exact): corelibs keeps registered defaults in a table of its own that only that method reads (not the
+    /// registration domain's volatile dictionary), and there the suite's domain holds nothing to read stale.
     private func exactObject(forKey key: String, in domain: CorelibsDomain) -> Any? {
-      if let argument = defaults.instance?.volatileDomain(forName: UserDefaults.argumentDomain)[key] { return argument }
-      let found = domain.value(forKey: key) ?? CorelibsPreferences.globalValue(forKey: key)
-      if let found { return PropertyListValue(foundationObject: found)?.foundationObject }
-      return defaults.instance?.volatileDomain(forName: UserDefaults.registrationDomain)[key]
+      let instance = defaults.instance
+      if let argument = instance?.volatileDomain(forName: UserDefaults.argumentDomain)[key] { return argument }
+      if let own = domain.value(forKey: key) { return PropertyListValue(foundationObject: own)?.foundationObject }
+      guard exactDomain(forKey: key) != nil else {
+        guard let instance else { return nil }
+        return PreferencesCalls.serialized { instance.object(forKey: key) }
+      }
+      if let global = CorelibsPreferences.globalValue(forKey: key) {
+        return PropertyListValue(foundationObject: global)?.foundationObject
+      }
+      return instance?.volatileDomain(forName: UserDefaults.registrationDomain)[key]
     }
 
     /// A read of a key whose write of the library's corelibs lost when it loaded the key again
@@ -176,16 +152,11 @@ final class UserDefaultsStorage: DefaultsStorage {
         ?? instance?.volatileDomain(forName: UserDefaults.registrationDomain)[key]
     }
 
-    /// The longest string (in UTF-16 units) or data (in bytes) a direct read hands out.
-    static let largestDirectString = 4096
   #endif
 
   func apply(_ write: StorageWrite, forKey key: String) -> PropertyListValue? {
     // An instance held weakly and gone: nothing to write to.
     guard let instance = defaults.instance else { return nil }
-    #if os(Linux)
-      readsSinceWrite.store(0, ordering: .relaxed)
-    #endif
     switch write {
     case .set(let value):
       #if os(Linux)
