@@ -15,34 +15,34 @@
   /// Looked up in the loaded Foundation rather than imported: importing CoreFoundation makes the C `stat` type
   /// resolve through other modules in whole-module builds, which `MemberImportVisibility` then refuses.
   enum CorelibsPreferences {
-    typealias Synchronize = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) -> UInt8
-    typealias CopyValue =
+    private typealias Synchronize = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) -> UInt8
+    private typealias CopyValue =
       @convention(c) (
         UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?
       ) -> UnsafeMutableRawPointer?
 
-    typealias SetDomainValue =
+    private typealias SetDomainValue =
       @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) ->
       Void
-    typealias SetValue = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) -> Void
-    typealias CreateString =
+    private typealias SetValue = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) -> Void
+    private typealias CreateString =
       @convention(c) (UnsafeRawPointer?, UnsafePointer<UInt8>?, Int, UInt32, UInt8) -> UnsafeMutableRawPointer?
-    typealias CreatePropertyList =
+    private typealias CreatePropertyList =
       @convention(c) (
         UnsafeRawPointer?, UnsafeRawPointer?, UInt, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?
       ) -> UnsafeMutableRawPointer?
 
-    typealias TypeOf = @convention(c) (UnsafeRawPointer?) -> UInt
-    typealias TypeID = @convention(c) () -> UInt
-    typealias Count = @convention(c) (UnsafeRawPointer?) -> Int
-    typealias KeysAndValues =
+    private typealias TypeOf = @convention(c) (UnsafeRawPointer?) -> UInt
+    private typealias TypeID = @convention(c) () -> UInt
+    private typealias Count = @convention(c) (UnsafeRawPointer?) -> Int
+    private typealias KeysAndValues =
       @convention(c) (
         UnsafeRawPointer?, UnsafeMutablePointer<UnsafeRawPointer?>?, UnsafeMutablePointer<UnsafeRawPointer?>?
       ) -> Void
-    typealias ValueAtIndex = @convention(c) (UnsafeRawPointer?, Int) -> UnsafeRawPointer?
+    private typealias ValueAtIndex = @convention(c) (UnsafeRawPointer?, Int) -> UnsafeRawPointer?
 
     /// CoreFoundation's functions for reading its dictionaries and arrays as they are.
-    struct Collections: @unchecked Sendable {  // immutable pointers to CoreFoundation's functions
+    private struct Collections: @unchecked Sendable {  // immutable pointers to CoreFoundation's functions
       let typeOf: TypeOf
       let dictionaryType: UInt
       let arrayType: UInt
@@ -52,7 +52,7 @@
       let valueAtIndex: ValueAtIndex
     }
 
-    static let collections: Collections? = {
+    private static let collections: Collections? = {
       guard let typeOf = dlsym(nil, "CFGetTypeID"), let dictionaryType = dlsym(nil, "CFDictionaryGetTypeID"),
         let arrayType = dlsym(nil, "CFArrayGetTypeID"), let dictionaryCount = dlsym(nil, "CFDictionaryGetCount"),
         let keysAndValues = dlsym(nil, "CFDictionaryGetKeysAndValues"), let arrayCount = dlsym(nil, "CFArrayGetCount"),
@@ -112,7 +112,7 @@
       }
     }
 
-    struct Symbols: @unchecked Sendable {  // immutable pointers to CoreFoundation's functions and constants
+    private struct Symbols: @unchecked Sendable {  // immutable pointers to CoreFoundation's functions and constants
       let synchronize: Synchronize
       let copyValue: CopyValue
       let copyMultiple: CopyValue
@@ -126,7 +126,7 @@
       let anyHost: UnsafeRawPointer
     }
 
-    static let symbols: Symbols? = {
+    private static let symbols: Symbols? = {
       func constant(_ name: String) -> UnsafeRawPointer? {
         dlsym(nil, name).flatMap { $0.assumingMemoryBound(to: UnsafeRawPointer?.self).pointee }
       }
@@ -234,26 +234,6 @@
       return true
     }
 
-    /// Writes (or, for nil, removes) `key` as corelibs' `UserDefaults.set(_:forKey:)` does once it has checked the
-    /// value (`CFPreferencesSetAppValue`, through corelibs' cache of applications, so that its merged views see the
-    /// write at once), with `value` already an object CoreFoundation holds (``PropertyListValue/corelibsObject``).
-    /// `UserDefaults.set` checks a value by bridging it to Swift, byte by byte for data: seconds for a few MiB, all of
-    /// it inside the library's turn at corelibs (``PreferencesCalls``), which every other suite's reads then waited
-    /// for. False when the function is not there (the caller writes through `UserDefaults`).
-    static func setAppValue(_ value: AnyObject?, forKey key: String, application: String?) -> Bool {
-      guard let symbols, let name = keyString(key) else { return false }
-      let suite = application.flatMap(keyString)
-      guard application == nil || suite != nil else { return false }
-      withExtendedLifetime((name, suite, value)) {
-        let object = value.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
-        let target = suite.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
-        PreferencesCalls.serialized {
-          symbols.setValue(Unmanaged.passUnretained(name).toOpaque(), object, target ?? symbols.currentApplication)
-        }
-      }
-      return true
-    }
-
     /// The value of `key` in the global domain of the current user, any host (`NSGlobalDomain`, which
     /// `UserDefaults.object(forKey:)` consults after the suite's own), with the key as a string CoreFoundation
     /// compares exactly where it must. nil when absent.
@@ -280,7 +260,7 @@
     }
 
     /// The key as handed to CoreFoundation: exact where it must be (``needsExactString(_:)``), else Swift-made.
-    static func keyString(_ key: String) -> NSString? {
+    private static func keyString(_ key: String) -> NSString? {
       needsExactString(key) ? exactString(key) : NSString(string: key)
     }
 
