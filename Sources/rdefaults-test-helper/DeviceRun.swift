@@ -144,11 +144,16 @@ final class DeviceRun {
       // Removing a key that holds nothing writes nothing. The look and the removal are one edit: a folder device's
       // pull runs whenever its watch hears another device's file (not only inside waitForIdle), and one landing
       // between them made a removal of the pulled value that the history did not record.
-      let held =
-        (try? store.edit { tx in
+      let held: Bool
+      do {
+        held = try store.edit { tx in
           defer { tx.reset(Self.key(key)) }
           return tx[Self.key(key)] != nil
-        }) ?? false
+        }
+      } catch {
+        records.problem("device \(device): the removal of key \(key) failed: \(error)")
+        return
+      }
       if held {
         noteWhileStopped(device)
         history.writes.append(

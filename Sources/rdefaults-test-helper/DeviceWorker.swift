@@ -72,12 +72,16 @@ func runDeviceWorker(_ arguments: [String]) -> Never {
     case ("remove", 1):
       guard let key = key(arguments[0]) else { answer = "bad"; break }
       // The look and the removal in one edit: a pull that lands between them would be removed unrecorded.
-      let held =
-        (try? store.edit { tx in
+      do {
+        let held = try store.edit { tx in
           defer { tx.reset(key) }
           return tx[key] != nil
-        }) ?? false
-      answer = held ? "held" : "none"
+        }
+        answer = held ? "held" : "none"
+      } catch {
+        say("problem the removal of \(key.name) failed: \(error)")
+        answer = "none"
+      }
     case ("idle", 0): answer = sync.map { waitUntilIdle($0) ? "idle" : "busy" } ?? "idle"
     case ("values", 0):
       let stored = store.storedEntries
