@@ -6,6 +6,13 @@ extension History {
     (sources[slot] ?? []).filter { $0.value == value }.allSatisfy { $0.savedBy < invocation }
   }
 
+  /// When `write` counts as begun for the rules that judge values older than it: a plain `UserDefaults` write goes
+  /// into corelibs' copy as it stands, which takes up to the visibility bound to load another process's save, so it is
+  /// judged as begun that much earlier (History+InProcess.swift).
+  private func begun(_ write: Source) -> UInt64 {
+    write.throughPlainDefaults ? write.invocation - min(bound, write.invocation) : write.invocation
+  }
+
   private func hasSource(_ value: Int, _ slot: Slot) -> Bool { (sources[slot] ?? []).contains { $0.value == value } }
 
   /// No read returns a value nobody wrote, or one older than a save acknowledged before its horizon.
@@ -19,7 +26,7 @@ extension History {
       let newer = (sources[read.slot] ?? []).filter {
         $0.value != read.value && ($0.acknowledged ?? .max) < read.horizon
       }
-      if let durable = newer.first(where: { isOlder(read.value, in: read.slot, than: $0.invocation) }) {
+      if let durable = newer.first(where: { isOlder(read.value, in: read.slot, than: begun($0)) }) {
         found.append(
           .init(
             rule: "reads follow the file",
@@ -52,7 +59,7 @@ extension History {
               detail: "\(name): \(describe(element.value)) after the newer \(describe(latest.value))"))
           break
         }
-        let earliest = (sources[element.slot] ?? []).filter { $0.value == element.value }.map(\.invocation).min() ?? 0
+        let earliest = (sources[element.slot] ?? []).filter { $0.value == element.value }.map(begun).min() ?? 0
         if earliest > latestInvocation?.time ?? 0 { latestInvocation = (earliest, element.value) }
       }
     }
@@ -70,7 +77,7 @@ extension History {
           continue
         }
         let lost = (sources[slot] ?? []).first {
-          $0.acknowledged != nil && $0.value != value && isOlder(value, in: slot, than: $0.invocation)
+          $0.acknowledged != nil && $0.value != value && isOlder(value, in: slot, than: begun($0))
         }
         if let lost {
           found.append(

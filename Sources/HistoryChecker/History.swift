@@ -14,6 +14,16 @@ struct History {
     var savedBy: UInt64
     var acknowledged: UInt64?
     var label: String
+    /// The worker whose process made the write through its own preferences (the library, or plain `UserDefaults`),
+    /// and when the write returned (`.max`: it was not seen to); nil for the tools, the plain writer process,
+    /// unlinks and the initial state (``History/processesReadTheirOwnWrites()``).
+    var worker: Int? = nil
+    var returned: UInt64 = .max
+    /// A transaction's write: the value it read of the slot before writing.
+    var transactionRead: Int? = nil
+    /// Made through a plain `UserDefaults` instance (`pset`, `premove`), which no transaction of the library waits
+    /// for (the Transactions article's documented window).
+    var throughPlainDefaults = false
   }
 
   /// A value read, and the saves it must not be older than.
@@ -49,6 +59,10 @@ struct History {
   var reads: [Read] = []
   var sequences: [String: [(slot: Slot, value: Int)]] = [:]
   var anomalies: [HistoryChecker.Anomaly] = []
+  /// Each worker's writes through its own preferences (slot, and the source's index there), and its reads (plain
+  /// reads, transactions' reads, reads after `refresh()`), for ``processesReadTheirOwnWrites()``.
+  var localWrites: [Int: [(slot: Slot, index: Int)]] = [:]
+  var localReads: [(worker: Int, slot: Slot, value: Int, began: UInt64, label: String)] = []
 
   init(events: [HistoryEvent], final: [String: [String: Int]], bound: UInt64) {
     self.final = final
@@ -101,26 +115,35 @@ struct History {
       let values = operation.begin.values ?? []
       let suite = operation.suite
       switch operation.name {
-      case "write", "remove":
+      case "write", "remove", "pset", "premove":
         let slot = Slot(suite: suite, key: operation.keys[0])
         let index = add(
-          slot, Source(value: values[0], invocation: operation.begin.time, savedBy: end, label: operation.label))
+          slot,
+          Source(
+            value: values[0], invocation: operation.begin.time, savedBy: end, label: operation.label, worker: worker,
+            returned: operation.done?.time ?? .max, throughPlainDefaults: operation.name.hasPrefix("p")))
         unacknowledged.append((slot, index, operation.done?.time ?? end))
+        localWrites[worker, default: []].append((slot, index))
       case "update", "edit":
         let finished = operation.done
-        for (key, value) in zip(operation.keys, values) {
+        let innerReads = operation.succeeded ? finished?.reads ?? [] : []
+        for (offset, (key, value)) in zip(operation.keys, values).enumerated() {
           // A failed transaction wrote nothing, unless it failed after committing: never durable, maybe saved.
           let savedBy: UInt64 = operation.succeeded ? finished!.time : (finished == nil ? end : .max)
-          _ = add(
-            Slot(suite: suite, key: key),
+          let slot = Slot(suite: suite, key: key)
+          let index = add(
+            slot,
             Source(
               value: value, invocation: operation.begin.time, savedBy: savedBy,
-              acknowledged: operation.succeeded ? finished!.time : nil, label: operation.label))
+              acknowledged: operation.succeeded ? finished!.time : nil, label: operation.label, worker: worker,
+              returned: operation.succeeded ? finished!.time : .max,
+              transactionRead: offset < innerReads.count ? innerReads[offset] : nil))
+          if operation.succeeded { localWrites[worker, default: []].append((slot, index)) }
         }
-        for (key, value) in zip(operation.keys, operation.succeeded ? finished?.reads ?? [] : []) {
-          reads.append(
-            Read(
-              slot: Slot(suite: suite, key: key), value: value, horizon: operation.begin.time, label: operation.label))
+        for (key, value) in zip(operation.keys, innerReads) {
+          let slot = Slot(suite: suite, key: key)
+          reads.append(Read(slot: slot, value: value, horizon: operation.begin.time, label: operation.label))
+          localReads.append((worker, slot, value, operation.begin.time, operation.label))
         }
       case "toolwrite", "toolimport", "tooldelete", "unlink", "plain":
         let everyKey = operation.name == "tooldelete" || operation.name == "unlink"
@@ -147,6 +170,7 @@ struct History {
         }
         let slot = Slot(suite: suite, key: operation.keys[0])
         reads.append(Read(slot: slot, value: value, horizon: horizon, label: operation.label))
+        localReads.append((worker, slot, value, operation.begin.time, operation.label))
         sequences[
           "worker \(worker) thread \(operation.begin.thread ?? 0) reads of \(suite) \(operation.keys[0])",
           default: []
@@ -190,6 +214,13 @@ struct History {
         anomalies.append(.init(rule: "issue reported", detail: "worker \(worker): \(event.message ?? "?")"))
       case "converged", "refreshed", "final":
         guard let suite = event.suite, let key = event.keys?.first, let value = event.values?.first else { continue }
+        if event.event == "final" {
+          localReads.append(
+            (
+              worker, Slot(suite: suite, key: key), value, event.time,
+              "worker \(worker)'s read of \(suite) \(key) after refresh()"
+            ))
+        }
         let expected = final[suite]?[key] ?? -1
         guard value != expected else { continue }
         let observer = "\(event.quiet == true ? "quiet observer" : "observer") \(event.observer ?? -1)"

@@ -19,6 +19,9 @@
 // - once writes stop, every observer's last value is the file's (within the settle time, and at once after
 //   `refresh()`), and so is every read after `refresh()`: quiet observers too, whose process never read, refreshed
 //   or saved their suite;
+// - in a worker's process, a read that began after a write of that process returned (through the library or plain
+//   `UserDefaults`, any thread) returns no value older than it, and no transaction overwrites a write that ran
+//   inside it unseen (History+InProcess.swift);
 // - no store reports an issue (a torn or unreadable file, a failed save, a type mismatch), except a store of the
 //   plain writer's suite, which that writer rewrites in place.
 // A plain `UserDefaults` writer takes no lock and may lose other writers' values, as corelibs does: its suite is
@@ -49,6 +52,6 @@ package struct HistoryChecker: Sendable {
     var history = History(events: events, final: final, bound: bound)
     for (worker, log) in history.logs { history.record(worker: worker, log: log) }
     return history.anomalies + history.readsFollowTheFile() + history.sequencesKeepTheirOrder()
-      + history.filesKeepAcknowledgedWrites()
+      + history.filesKeepAcknowledgedWrites() + history.processesReadTheirOwnWrites()
   }
 }

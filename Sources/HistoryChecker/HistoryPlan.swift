@@ -21,6 +21,20 @@ package struct HistoryPlan: Codable, Sendable, Equatable {
   /// The plain writer's operations (`plain KEY`, `pause N`), or none.
   package var plainWriter: [String]
   package var kills: [Kill]
+  /// What the plan exercises (nil, in plans written before kinds existed: ``Kind/standard``).
+  package var kind: Kind? = nil
+
+  /// The kinds of plans a seed can make (``make(seed:kind:)``).
+  package enum Kind: String, Codable, Sendable, CaseIterable {
+    /// Library workers over suites or file stores, a plain writer process, tools, kills.
+    case standard
+    /// The standard plan, with threads of the workers also writing and removing keys of the checked suites through
+    /// plain `UserDefaults` instances in their own process (`pset`, `premove`).
+    case plainThreads
+    /// One suite: in each worker, a thread that runs `update` on a key in a loop beside threads that write it through
+    /// the library and read it, and write and read another key through plain `UserDefaults` and the library.
+    case updateMix
+  }
 
   /// The keys every suite uses.
   package static let keys = ["k0", "k1", "k2"]
@@ -66,7 +80,8 @@ package struct HistoryPlan: Codable, Sendable, Equatable {
   /// the time a plain writer, and a kill in about a third of the histories. In about half the workers one thread ends
   /// with a quiet observer: an observer of a suite that no other thread of that process touches, registered, then
   /// left alone (no read, no refresh, no save) until the history ends; only the watch of the suite's file can tell it.
-  package static func make(seed: UInt64) -> HistoryPlan {
+  package static func make(seed: UInt64, kind: Kind = .standard) -> HistoryPlan {
+    if kind == .updateMix { return makeUpdateMix(seed: seed) }
     var random = SeededGenerator(seed: seed)
     let suites = Int.random(in: 1...3, using: &random)
     let workerCount = Int.random(in: 2...4, using: &random)
@@ -94,7 +109,12 @@ package struct HistoryPlan: Codable, Sendable, Equatable {
       func readable(_ make: (String) -> String) -> String {
         plain && Int.random(in: 0..<4, using: &random) == 0 ? make("P") : suite(make)
       }
-      let weighted: [(Int, () -> String)] = [
+      // Plain `UserDefaults` writes of the checked suites, in this process (none in a standard plan, whose draws stay
+      // as they were).
+      let plainThreads: [(Int, () -> String)] =
+        kind == .plainThreads
+        ? [(12, { suite { "pset \($0) \(key())" } }), (4, { suite { "premove \($0) \(key())" } })] : []
+      let base: [(Int, () -> String)] = [
         (20, { suite { "write \($0) \(key())" } }),
         (4, { suite { "remove \($0) \(key())" } }),
         (20, { readable { "read \($0) \(key())" } }),
@@ -113,6 +133,7 @@ package struct HistoryPlan: Codable, Sendable, Equatable {
         (1, { "unlink \(anySuite())" }),
         (10, { "pause \(Int.random(in: 0...3000, using: &random))" }),
       ]
+      let weighted = plainThreads + base
       let total = weighted.reduce(0) { $0 + $1.0 }
       func operation() -> String {
         var pick = Int.random(in: 0..<total, using: &random)
@@ -161,6 +182,46 @@ package struct HistoryPlan: Codable, Sendable, Equatable {
             delayMicroseconds: Int.random(in: 0...2000, using: &random)))
       }
     }
-    return HistoryPlan(seed: seed, suites: suites, workers: workers, plainWriter: plainWriter, kills: kills)
+    return HistoryPlan(
+      seed: seed, suites: suites, workers: workers, plainWriter: plainWriter, kills: kills,
+      kind: kind == .standard ? nil : kind)
+  }
+
+  /// An ``Kind/updateMix`` plan: 1–2 workers over suite `0`, each with an updating thread, a writing thread and a
+  /// mixed one, on two contested keys, 10–25 operations a thread. No kill, no plain
+  /// writer process, no tool: every anomaly is the library's, in one process.
+  static func makeUpdateMix(seed: UInt64) -> HistoryPlan {
+    var random = SeededGenerator(seed: seed)
+    func pick(_ weighted: [(Int, String)]) -> String {
+      var choice = Int.random(in: 0..<weighted.reduce(0) { $0 + $1.0 }, using: &random)
+      for (weight, line) in weighted {
+        if choice < weight { return line }
+        choice -= weight
+      }
+      return "pause 0"
+    }
+    func pause() -> String { "pause \(Int.random(in: 0...500, using: &random))" }
+    // `k0` is contested by `update` and the library's plain writes; `k1` by plain `UserDefaults` writes and the
+    // library's, read on every thread (no transaction writes it: a plain `UserDefaults` write made while an edit's
+    // body runs is overwritten, as the Transactions article says).
+    let threadKinds: [[(Int, String)]] = [
+      [(8, "update 0 k0"), (1, "read 0 k0"), (1, "read 0 k1")],
+      [(4, "write 0 k0"), (3, "pset 0 k1"), (1, "premove 0 k1"), (2, "read 0 k0"), (1, "remove 0 k0")],
+      [(2, "update 0 k0"), (2, "write 0 k1"), (2, "read 0 k1"), (1, "flush 0"), (1, "write 0 k0"), (1, "read 0 k0")],
+    ]
+    var workers: [[[String]]] = []
+    for _ in 0..<Int.random(in: 1...2, using: &random) {
+      var threads: [[String]] = []
+      for weighted in threadKinds {
+        var operations = ["open 0"]
+        for _ in 0..<Int.random(in: 10...25, using: &random) {
+          operations.append(pick(weighted))
+          if Int.random(in: 0..<4, using: &random) == 0 { operations.append(pause()) }
+        }
+        threads.append(operations)
+      }
+      workers.append(threads)
+    }
+    return HistoryPlan(seed: seed, suites: 1, workers: workers, plainWriter: [], kills: [], kind: .updateMix)
   }
 }

@@ -32,6 +32,14 @@ extension DefaultsStore {
     SaveOnExit.saveAll()
   }
 
+  /// Runs `body` (plain `UserDefaults` calls) while no other thread of the library calls into corelibs' preferences
+  /// (Linux; elsewhere, at once). corelibs names its copy of a suite by the user's name from `getpwuid`'s one buffer
+  /// at every call, so two threads calling at once can send either call to a stray copy (Gotchas): corelibs' own race,
+  /// which the history checker's plain writers take out this way, so that what it finds is the library's.
+  @_spi(Tools) public static func withPreferencesTurn<T>(_ body: () -> T) -> T {
+    PreferencesCalls.serialized(body)
+  }
+
   /// When this process's last save of the store's file was complete on disk (the rename of the new file returned, or
   /// corelibs' rewrite was kept), in nanoseconds of the system's monotonic clock (`CLOCK_MONOTONIC`, which every
   /// process shares); nil before the first save, or where the store has no file of the library's (for the

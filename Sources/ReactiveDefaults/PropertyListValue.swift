@@ -80,6 +80,12 @@ extension PropertyListValue {
         return
       }
     #endif
+    // Data that Foundation or CoreFoundation holds, by its bytes: corelibs bridges an `NSData` to `Data` byte by byte
+    // (seconds for a few MiB).
+    if type(of: object) is NSData.Type, let data = object as? NSData {
+      self = .data(data.length == 0 ? Data() : Data(bytes: data.bytes, count: data.length))
+      return
+    }
     switch object {
     case let value as String: self = .string(value)
     case let value as Int: self = .integer(Int128(value))

@@ -11,9 +11,10 @@ import HistoryChecker
 #endif
 
 /// `check [--seeds A,B,…] [--plan FILE] [--histories N] [--seconds S] [--first-seed N] [--bound-ms M]
-/// [--file-stores]`: runs the listed seeds (over file stores with `--file-stores`), then random ones until N histories
-/// or S seconds; with `--plan`, the plan in FILE (JSON, as a failure prints a shrunk one) N times instead. Prints a
-/// line per failure (seed, anomalies, a shrunk plan) and a summary; exits 1 on any anomaly.
+/// [--file-stores] [--kind standard|plainThreads|updateMix]`: runs the listed seeds (over file stores with
+/// `--file-stores`; plans of the kind given, ``HistoryPlan/Kind``), then random ones until N histories or S seconds;
+/// with `--plan`, the plan in FILE (JSON, as a failure prints a shrunk one) N times instead. Prints a line per failure
+/// (seed, anomalies, a shrunk plan) and a summary; exits 1 on any anomaly.
 func runChecker(_ arguments: [String]) -> Never {
   var seeds: [UInt64] = []
   var histories = 0
@@ -21,6 +22,7 @@ func runChecker(_ arguments: [String]) -> Never {
   var boundMilliseconds = 250.0
   var firstSeed = UInt64(monotonicNow() % 1_000_000_007)
   var fixedPlan: HistoryPlan?
+  var kind = HistoryPlan.Kind.standard
   var index = 0
   while index < arguments.count {
     let value = index + 1 < arguments.count ? arguments[index + 1] : ""
@@ -30,6 +32,12 @@ func runChecker(_ arguments: [String]) -> Never {
     case "--seconds": seconds = Double(value) ?? 0
     case "--bound-ms": boundMilliseconds = Double(value) ?? boundMilliseconds
     case "--first-seed": firstSeed = UInt64(value) ?? firstSeed
+    case "--kind":
+      guard let chosen = HistoryPlan.Kind(rawValue: value) else {
+        FileHandle.standardError.write(Data("unknown kind \(value)\n".utf8))
+        exit(64)
+      }
+      kind = chosen
     case "--plan":
       guard let data = FileManager.default.contents(atPath: value),
         let plan = try? JSONDecoder().decode(HistoryPlan.self, from: data)
@@ -75,7 +83,7 @@ func runChecker(_ arguments: [String]) -> Never {
       next &+= 1
     }
     ran += 1
-    let plan = fixedPlan ?? HistoryPlan.make(seed: seed)
+    let plan = fixedPlan ?? HistoryPlan.make(seed: seed, kind: kind)
     let result = runHistory(plan, bound: bound)
     operations += result.operations
     if !result.anomalies.isEmpty {
@@ -97,12 +105,14 @@ func runChecker(_ arguments: [String]) -> Never {
       }
       let shrunkJSON = (try? JSONEncoder().encode(shrunk)).map { String(decoding: $0, as: UTF8.self) } ?? "?"
       report("  shrunk plan as JSON (check --plan FILE runs it): \(shrunkJSON)")
-      report("  reproduce: rdefaults-test-helper check --seeds \(seed)\(historyUsesFileStores ? " --file-stores" : "")")
+      report(
+        "  reproduce: rdefaults-test-helper check --seeds \(seed)\(historyUsesFileStores ? " --file-stores" : "")"
+          + (kind == .standard ? "" : " --kind \(kind.rawValue)"))
     }
   }
   let elapsed = Date().timeIntervalSince(start)
   report(
-    "\(ran) histories (\(operations) operations) in \(Int(elapsed)) s, bound \(Int(boundMilliseconds)) ms: "
+    "\(ran) histories (\(kind == .standard ? "" : "\(kind.rawValue), ")\(operations) operations) in \(Int(elapsed)) s, bound \(Int(boundMilliseconds)) ms: "
       + "\(ran - failures) passed, \(failures) failed")
   exit(failures == 0 ? 0 : 1)
 }

@@ -28,3 +28,7 @@ func toolTarget(_ label: String, folder: String) -> [String] {
 func historyFile(_ label: String, folder: String) -> String {
   isFileStore(label) ? HistoryPlan.filePath(label, root: folder) : folder + "/\(HistoryPlan.suiteName(label)).plist"
 }
+
+/// Whether the workers' plain `UserDefaults` calls take the library's turn at corelibs' preferences
+/// (``DefaultsStore/withPreferencesTurn(_:)``); `HISTORY_RACING_PLAIN_CALLS=1` lets them race, as an app's do.
+let historySerializesPlainCalls = ProcessInfo.processInfo.environment["HISTORY_RACING_PLAIN_CALLS"] != "1"

@@ -17,12 +17,17 @@ final class HistoryWorker: Sendable {
   let index: Int
   let log: EventLog
   let folder: String
+  /// The plan's seed: observers' handlers draw their work from it (``ObserverWork``).
+  let seed: UInt64
+  /// Writes made inside observers' handlers, stopped before the closing saves.
+  let handlerWrites = HandlerWrites()
   private let counters = Guarded((value: 0, observer: 0))
 
-  init(index: Int, folder: String) {
+  init(index: Int, folder: String, seed: UInt64) {
     self.index = index
     self.log = EventLog(worker: index)
     self.folder = folder
+    self.seed = seed
   }
 
   /// A value no other write of the history stores.
@@ -54,17 +59,20 @@ final class HistoryWorker: Sendable {
     return store
   }
 
-  /// Registers an observer of `key` in `store` that logs each value it is told.
+  /// Registers an observer of `key` in `store` that logs each value it is told, then does what apps' handlers do
+  /// (``ObserverWork``: takes its time, reads or writes another key; a quiet observer's only takes its time).
   func observe(_ store: DefaultsStore, suite: String, key name: String, thread: Int, quiet: Bool) -> HistoryObserver {
     let observer = HistoryObserver(id: nextObserverID(), suite: suite, key: name, isQuiet: quiet)
     let log = log
     let index = index
+    let work = ObserverWork(worker: self, id: observer.id, suite: suite, key: name, store: quiet ? nil : store)
     let token = store.property(key(name)).observe { value in
       observer.last.withLock { $0 = value }
       log.log(
         HistoryEvent(
           event: "observed", worker: index, thread: thread, suite: suite, keys: [name], values: [value],
           time: monotonicNow(), observer: observer.id, quiet: quiet ? true : nil))
+      work.handle()
       observer.changed.signal()
     }
     observer.token.withLock { $0 = token }
@@ -79,7 +87,8 @@ func runWorker(planPath: String, index: Int) -> Never {
   // A group of its own (Foundation's `Process` already starts it so; this holds however it was started): the
   // driver's kill then takes the tools this worker starts (``runProgram``, which keeps them in this group) with it.
   setpgid(0, 0)
-  let worker = HistoryWorker(index: index, folder: ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"] ?? "")
+  let worker = HistoryWorker(
+    index: index, folder: ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"] ?? "", seed: plan.seed)
   // `HISTORY_TRACE=1`: each save's trace in the log (see `HISTORY_DUMP`), for reading a failure.
   if ProcessInfo.processInfo.environment["HISTORY_TRACE"] != nil {
     DefaultsStore.traceSaves { line in
@@ -100,6 +109,7 @@ func runWorker(planPath: String, index: Int) -> Never {
     }.start()
   }
   finished.wait()
+  worker.handlerWrites.close()
   // Writes stop: stores released with writes unsaved save in the background; then every suite this process wrote
   // saves (logged as flushes, which acknowledge what they save), on a thread numbered after the plan's. The suites of
   // quiet observers are left alone: nothing of this process may tell those observers what changed.
@@ -110,10 +120,15 @@ func runWorker(planPath: String, index: Int) -> Never {
   for thread in threads {
     for (_, operation) in thread.operations {
       switch operation {
-      case .write(let suite, _), .remove(let suite, _), .update(let suite, _), .edit(let suite, _):
+      case .write(let suite, _), .remove(let suite, _), .update(let suite, _), .edit(let suite, _),
+        .plainSet(let suite, _), .plainRemove(let suite, _):
         if !quietSuites.contains(suite) { stores[suite] = stores[suite] ?? worker.open(suite) }
       default: break
       }
+    }
+    // Observers' handlers write their suites too.
+    for observer in thread.observers where !observer.isQuiet {
+      stores[observer.suite] = stores[observer.suite] ?? worker.open(observer.suite)
     }
   }
   for (offset, (suite, store)) in stores.sorted(by: { $0.key < $1.key }).enumerated() {

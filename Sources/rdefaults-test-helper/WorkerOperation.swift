@@ -22,6 +22,11 @@ enum WorkerOperation {
   case toolImport(String, keys: [String])
   case unlink(String)
   case plain(key: String)
+  /// A write of a checked suite's key through a plain `UserDefaults` instance of this process (in a history over file
+  /// stores, which have none: through another store of the file).
+  case plainSet(String, key: String)
+  /// A removal, likewise.
+  case plainRemove(String, key: String)
 
   init?(_ line: String) {
     let words = line.split(separator: " ").map(String.init)
@@ -49,6 +54,8 @@ enum WorkerOperation {
     case "toolimport": self = .toolImport(suite, keys: keys)
     case "unlink": self = .unlink(suite)
     case "plain": self = .plain(key: suite)
+    case "pset": self = .plainSet(suite, key: key)
+    case "premove": self = .plainRemove(suite, key: key)
     default: return nil
     }
   }
@@ -76,6 +83,8 @@ enum WorkerOperation {
     case .toolImport(let suite, let keys): ("toolimport", suite, keys, true, false)
     case .unlink(let suite): ("unlink", suite, [], false, false)
     case .plain(let key): ("plain", "P", [key], true, false)
+    case .plainSet(let suite, let key): ("pset", suite, [key], true, false)
+    case .plainRemove(let suite, let key): ("premove", suite, [key], false, true)
     }
   }
 }

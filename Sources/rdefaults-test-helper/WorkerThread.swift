@@ -1,6 +1,6 @@
 import Foundation
 import HistoryChecker
-import ReactiveDefaults
+@_spi(Tools) import ReactiveDefaults
 
 #if canImport(Glibc)
   import Glibc
@@ -38,6 +38,8 @@ final class WorkerThread: @unchecked Sendable {  // one thread at a time: its ow
   var stores: [String: DefaultsStore] = [:]
   var observers: [HistoryObserver] = []
   var sides: [String: (store: DefaultsStore, token: DefaultsObservation)] = [:]
+  /// The thread's plain `UserDefaults` instances, by suite label (``WorkerOperation/plainSet(_:key:)``).
+  private var plainDefaults: [String: UserDefaults] = [:]
 
   init(worker: HistoryWorker, number: Int, lines: [String]) {
     self.worker = worker
@@ -145,6 +147,25 @@ final class WorkerThread: @unchecked Sendable {  // one thread at a time: its ow
         let defaults = UserDefaults(suiteName: HistoryPlan.suiteName("P"))!
         defaults.set(values[0], forKey: name)
         ok = defaults.synchronize()
+      case .plainSet(_, let name), .plainRemove(_, let name):
+        let value: Int? = if case .plainSet = operation { values[0] } else { nil }
+        if isFileStore(suite) {
+          // A file store has no `UserDefaults`: another store of the same file, made for the one write.
+          let other = worker.open(suite)
+          if let value { other[key(name)] = value } else { other.reset(key(name)) }
+        } else {
+          // A new instance every other time, else the thread's own: any instance over the suite is the suite.
+          let kept = position.isMultiple(of: 2) ? plainDefaults[suite] : nil
+          let write = { () -> UserDefaults in
+            let defaults = kept ?? UserDefaults(suiteName: HistoryPlan.suiteName(suite))!
+            if let value { defaults.set(value, forKey: name) } else { defaults.removeObject(forKey: name) }
+            return defaults
+          }
+          // Taking the library's turn at corelibs' preferences (making the instance too): two threads calling
+          // corelibs at once can send either call to a stray copy of the suite (corelibs' own race, not the
+          // library's: Gotchas), and this checker judges the library.
+          plainDefaults[suite] = historySerializesPlainCalls ? DefaultsStore.withPreferencesTurn(write) : write()
+        }
       }
       worker.log.log(
         HistoryEvent(

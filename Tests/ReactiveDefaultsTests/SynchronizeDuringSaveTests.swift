@@ -196,8 +196,8 @@ import Testing
           store[key] = value
           if store[key] != value { stale.append("\(name) \(value): read \(store[key]) right after") }
           if value.isMultiple(of: 100) {
-            // Past the direct reads: corelibs' merged view.
-            for _ in 0..<(UserDefaultsStorage.directReadsAfterWrite + 8) {
+            // And reads far from the write.
+            for _ in 0..<72 {
               if store[key] != value {
                 stale.append("\(name) \(value): read \(store[key]) far from the write")
                 break

@@ -5,12 +5,11 @@ import Testing
 @testable import ReactiveDefaults
 
 @Suite(.linuxOnly) struct WritesDuringASaveTests {
-  /// A save whose merge drops corelibs' copy tells the observers what the copy held that the file does not: a
-  /// removal of ours corelibs had not recorded (its copy lacked the key then), over a plain `UserDefaults` write of
-  /// the key an observer had heard through `refresh()`. The save writes the removal into the file and reloads the
-  /// copy; before, its observers kept the copy's value until the key's next change (history checker, seed
-  /// 700008733, where the copy got the key from another process's file).
-  @Test func observersHearWhatAMergeThatDropsTheCopyChanged() async throws {
+  /// One process, one truth: a removal of ours corelibs had not recorded (its copy lacked the key), then a plain
+  /// `UserDefaults` write of the key, heard through `refresh()`: the plain write is the later one, so it is what
+  /// reads give, what observers hear and what the save writes. (Before, the library's unsaved removal was read and
+  /// saved over it.) The save's merge drops corelibs' copy and loads it again: observers stay on the saved value.
+  @Test func aPlainWriteAfterARemovalOfOursIsReadHeardAndSaved() async throws {
     let (store, issues) = makeStore(.suite)
     let name = try #require(store.suiteName)
     let key = DefaultsKey<Int>("k", default: -1)
@@ -20,14 +19,14 @@ import Testing
     let token = store.property(key).observe { seen.append($0) }
     store.reset(key)  // corelibs' copy lacks `k`: it records nothing
     UserDefaults(suiteName: name)!.set(7, forKey: "k")
+    #expect(store[key] == 7)
     store.refresh()
-    // The removal is unsaved: reads, and so `refresh()`, answer from it, not from corelibs' copy (which holds 7).
-    #expect(seen.values == [-1])
+    #expect(seen.values == [-1, 7])
     try await offThePool { try store.save() }
     let saved = try #require(suiteFileBytes(name))
-    #expect((try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any])?["k"] == nil)
-    #expect(store[key] == -1)
-    #expect(await seen.wait { $0.last == -1 }, "\(seen.values)")
+    #expect((try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any])?["k"] as? Int == 7)
+    #expect(store[key] == 7)
+    #expect(seen.values.last == 7, "\(seen.values)")
     #expect(issues.values.isEmpty)
     withExtendedLifetime(token) {}
   }

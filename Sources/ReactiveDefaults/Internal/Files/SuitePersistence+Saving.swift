@@ -28,23 +28,9 @@ extension SuitePersistence {
 
   var hasUnsavedWrites: Bool { state.withLock { $0.sync.hasUnsavedWrites } }
 
-  /// Changes the saving state, keeping ``pendingKeys`` in step.
+  /// Changes the saving state.
   private func changingSync<T: Sendable>(_ body: (inout SuiteSync) -> T) -> T {
-    state.withLock { state in
-      let result = body(&state.sync)
-      pendingKeys.store(state.sync.pendingCount, ordering: .relaxed)
-      return result
-    }
-  }
-
-  /// The value this process last wrote to `key` while no save has finished saving it (`.some(nil)`: removed), or nil.
-  /// A read of such a key gives this, never what corelibs answers: corelibs can answer from another copy of the suite
-  /// (``PreferencesCalls``), and a key the app wrote must read back as written. One atomic load when nothing is
-  /// pending, which is the usual case: a save runs within ``saveDelay`` of a write.
-  @inline(__always)
-  func pendingValue(forKey key: String) -> PropertyListValue?? {
-    guard pendingKeys.load(ordering: .relaxed) > 0 else { return nil }
-    return state.withLock { $0.sync.pendingValue(forKey: PropertyListKey(key)) }
+    state.withLock { body(&$0.sync) }
   }
 
   /// The writes made since the last save took its writes (each key's newest stored value; nil: removed).

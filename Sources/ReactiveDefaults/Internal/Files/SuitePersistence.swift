@@ -55,8 +55,6 @@ final class SuitePersistence: Sendable {
   let background = DispatchQueue(label: "ReactiveDefaults.file")
   /// When a read last looked at the file (``followFile()``), on the monotonic clock.
   let lastFileCheck = Atomic<UInt64>(0)
-  /// How many keys have a pending write (``pendingValue(forKey:)``), kept with the state.
-  let pendingKeys = Atomic<Int>(0)
   /// When this process's last save of the file was complete on disk (its rename returned, or corelibs' rewrite kept),
   /// on the monotonic clock every process shares; 0 before the first (for the benchmark's cross-process latency).
   private let lastCommit = Atomic<UInt64>(0)

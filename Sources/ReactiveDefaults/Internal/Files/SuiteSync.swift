@@ -11,8 +11,8 @@
 /// | ``wrote(_:_:saveAfter:)`` | the key is unsaved | ``WriteAction``: none, schedule a save, or save now |
 /// | ``saveRequested()`` | a coalesced save is due | ``ScheduleAction``: start its timer, or none (one is due) |
 /// | ``timerFired()`` | none is due | ``TimerAction``: save, or none (a save since took every key) |
-/// | ``saveBegan()`` | the unsaved keys are taken (kept as saving); one more save runs | the writes to save |
-/// | ``saveEnded(unsaved:)`` | one save fewer (the last clears saving); failed writes are unsaved | ``SaveEndAction`` |
+/// | ``saveBegan()`` | the unsaved keys are taken; one more save runs | the writes to save |
+/// | ``saveEnded(unsaved:)`` | one save fewer; failed writes are unsaved | ``SaveEndAction`` |
 /// | ``fileChanged()`` | a reload runs, or one more is asked for | ``ReloadAction``: start a reload, or none |
 /// | ``reloadFinished()`` | the reload is done, or the one asked for starts | ``ReloadEndAction`` |
 struct SuiteSync: Sendable {
@@ -20,9 +20,6 @@ struct SuiteSync: Sendable {
   private(set) var unsaved: [PropertyListKey: PropertyListValue?] = [:]
   /// Saves that took their keys and have not finished (a suite's: their keys are still in corelibs' dirty list).
   private(set) var savesInProgress = 0
-  /// The writes the saves in progress took (each key's newest value), until the last of them ends: reads of those
-  /// keys come from here, not from corelibs (``pendingValue(forKey:)``).
-  private(set) var saving: [PropertyListKey: PropertyListValue?] = [:]
   /// A coalesced save is due (its timer runs).
   private(set) var saveScheduled = false
   /// Reloads started by file events.
@@ -88,7 +85,6 @@ struct SuiteSync: Sendable {
   /// happened).
   mutating func saveBegan() -> [PropertyListKey: PropertyListValue?] {
     savesInProgress += 1
-    saving.merge(unsaved) { _, newer in newer }
     defer { unsaved.removeAll() }
     return unsaved
   }
@@ -104,7 +100,6 @@ struct SuiteSync: Sendable {
   /// write made since, whose value is the newer one).
   mutating func saveEnded(unsaved failed: [PropertyListKey: PropertyListValue?] = [:]) -> SaveEndAction {
     savesInProgress -= 1
-    if savesInProgress == 0 { saving.removeAll() }
     guard !failed.isEmpty else { return .none }
     unsaved.merge(failed) { newer, _ in newer }
     return .registerForExit
@@ -112,15 +107,6 @@ struct SuiteSync: Sendable {
 
   /// Whether writes of ours are unsaved.
   var hasUnsavedWrites: Bool { !unsaved.isEmpty }
-
-  /// The value this process last wrote to `key` (`.some(nil)`: removed) while no save has finished saving it; nil when
-  /// there is none (the key was not written since the last save, or that save has ended).
-  func pendingValue(forKey key: PropertyListKey) -> PropertyListValue?? {
-    unsaved[key] ?? saving[key]
-  }
-
-  /// How many keys ``pendingValue(forKey:)`` can answer for (reads skip the look-up when none).
-  var pendingCount: Int { unsaved.count + saving.count }
 
   /// Whether corelibs may hold writes not yet saved: unsaved keys, or keys a save in progress took. Its copy must not
   /// be dropped then.

@@ -15,34 +15,34 @@
   /// Looked up in the loaded Foundation rather than imported: importing CoreFoundation makes the C `stat` type
   /// resolve through other modules in whole-module builds, which `MemberImportVisibility` then refuses.
   enum CorelibsPreferences {
-    private typealias Synchronize = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) -> UInt8
-    private typealias CopyValue =
+    typealias Synchronize = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) -> UInt8
+    typealias CopyValue =
       @convention(c) (
         UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?
       ) -> UnsafeMutableRawPointer?
 
-    private typealias SetDomainValue =
+    typealias SetDomainValue =
       @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) ->
       Void
-    private typealias SetValue = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) -> Void
-    private typealias CreateString =
+    typealias SetValue = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) -> Void
+    typealias CreateString =
       @convention(c) (UnsafeRawPointer?, UnsafePointer<UInt8>?, Int, UInt32, UInt8) -> UnsafeMutableRawPointer?
-    private typealias CreatePropertyList =
+    typealias CreatePropertyList =
       @convention(c) (
         UnsafeRawPointer?, UnsafeRawPointer?, UInt, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?
       ) -> UnsafeMutableRawPointer?
 
-    private typealias TypeOf = @convention(c) (UnsafeRawPointer?) -> UInt
-    private typealias TypeID = @convention(c) () -> UInt
-    private typealias Count = @convention(c) (UnsafeRawPointer?) -> Int
-    private typealias KeysAndValues =
+    typealias TypeOf = @convention(c) (UnsafeRawPointer?) -> UInt
+    typealias TypeID = @convention(c) () -> UInt
+    typealias Count = @convention(c) (UnsafeRawPointer?) -> Int
+    typealias KeysAndValues =
       @convention(c) (
         UnsafeRawPointer?, UnsafeMutablePointer<UnsafeRawPointer?>?, UnsafeMutablePointer<UnsafeRawPointer?>?
       ) -> Void
-    private typealias ValueAtIndex = @convention(c) (UnsafeRawPointer?, Int) -> UnsafeRawPointer?
+    typealias ValueAtIndex = @convention(c) (UnsafeRawPointer?, Int) -> UnsafeRawPointer?
 
     /// CoreFoundation's functions for reading its dictionaries and arrays as they are.
-    private struct Collections: @unchecked Sendable {  // immutable pointers to CoreFoundation's functions
+    struct Collections: @unchecked Sendable {  // immutable pointers to CoreFoundation's functions
       let typeOf: TypeOf
       let dictionaryType: UInt
       let arrayType: UInt
@@ -52,7 +52,7 @@
       let valueAtIndex: ValueAtIndex
     }
 
-    private static let collections: Collections? = {
+    static let collections: Collections? = {
       guard let typeOf = dlsym(nil, "CFGetTypeID"), let dictionaryType = dlsym(nil, "CFDictionaryGetTypeID"),
         let arrayType = dlsym(nil, "CFArrayGetTypeID"), let dictionaryCount = dlsym(nil, "CFDictionaryGetCount"),
         let keysAndValues = dlsym(nil, "CFDictionaryGetKeysAndValues"), let arrayCount = dlsym(nil, "CFArrayGetCount"),
@@ -112,7 +112,7 @@
       }
     }
 
-    private struct Symbols: @unchecked Sendable {  // immutable pointers to CoreFoundation's functions and constants
+    struct Symbols: @unchecked Sendable {  // immutable pointers to CoreFoundation's functions and constants
       let synchronize: Synchronize
       let copyValue: CopyValue
       let copyMultiple: CopyValue
@@ -126,7 +126,7 @@
       let anyHost: UnsafeRawPointer
     }
 
-    private static let symbols: Symbols? = {
+    static let symbols: Symbols? = {
       func constant(_ name: String) -> UnsafeRawPointer? {
         dlsym(nil, name).flatMap { $0.assumingMemoryBound(to: UnsafeRawPointer?.self).pointee }
       }
@@ -234,6 +234,26 @@
       return true
     }
 
+    /// Writes (or, for nil, removes) `key` as corelibs' `UserDefaults.set(_:forKey:)` does once it has checked the
+    /// value (`CFPreferencesSetAppValue`, through corelibs' cache of applications, so that its merged views see the
+    /// write at once), with `value` already an object CoreFoundation holds (``PropertyListValue/corelibsObject``).
+    /// `UserDefaults.set` checks a value by bridging it to Swift, byte by byte for data: seconds for a few MiB, all of
+    /// it inside the library's turn at corelibs (``PreferencesCalls``), which every other suite's reads then waited
+    /// for. False when the function is not there (the caller writes through `UserDefaults`).
+    static func setAppValue(_ value: AnyObject?, forKey key: String, application: String?) -> Bool {
+      guard let symbols, let name = keyString(key) else { return false }
+      let suite = application.flatMap(keyString)
+      guard application == nil || suite != nil else { return false }
+      withExtendedLifetime((name, suite, value)) {
+        let object = value.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
+        let target = suite.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
+        PreferencesCalls.serialized {
+          symbols.setValue(Unmanaged.passUnretained(name).toOpaque(), object, target ?? symbols.currentApplication)
+        }
+      }
+      return true
+    }
+
     /// The value of `key` in the global domain of the current user, any host (`NSGlobalDomain`, which
     /// `UserDefaults.object(forKey:)` consults after the suite's own), with the key as a string CoreFoundation
     /// compares exactly where it must. nil when absent.
@@ -260,7 +280,7 @@
     }
 
     /// The key as handed to CoreFoundation: exact where it must be (``needsExactString(_:)``), else Swift-made.
-    private static func keyString(_ key: String) -> NSString? {
+    static func keyString(_ key: String) -> NSString? {
       needsExactString(key) ? exactString(key) : NSString(string: key)
     }
 

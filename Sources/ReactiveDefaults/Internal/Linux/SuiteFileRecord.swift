@@ -70,10 +70,14 @@ final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
   /// reported, and copied before anything could replace it. (When corelibs could not drop its older copy, that copy
   /// proves nothing about the file: the suite is not marked as loaded, so the next reload or edit loads it.)
   ///
-  /// With no file (and no journal), nothing is created: corelibs' copy is only dropped, so that it reads as the
-  /// missing file does.
+  /// With no file (and no journal) and an empty copy, nothing is created: corelibs' copy is only dropped, so that it
+  /// reads as the missing file does.
   func open() -> DefaultsError? {
-    guard file.stamp() != nil || file.journalState() != .absent else {
+    // An empty copy: corelibs holds no write of this process to save, so dropping it writes nothing. A copy that holds
+    // keys may hold plain `UserDefaults` writes of this process, which dropping it saves, in place: that takes the
+    // lock, as every save does (unlocked, corelibs' save could read another process's save half-written, as an empty
+    // file, and write its copy over it: the history checker's in-process plain writers lost two keys so).
+    guard file.stamp() != nil || file.journalState() != .absent || !corelibs.isEmpty else {
       // Without the lock (nothing is created for a suite that does not exist), so another process's save can create
       // the file before corelibs loads: the copy counts as the missing file only if it is empty, as that file reads.
       // A copy loaded from a file created meanwhile is not the file once that file goes (a later deletion would find

@@ -7,9 +7,18 @@ extension SuitePersistence {
   func saveSuite(_ suite: SuiteFileRecord, _ turn: inout SaveTurn) throws(SaveFailure) -> SaveOutcome {
     // One snapshot for both entries of the write gates: a hub attached during the save is not waited for.
     let hooks = hooks
+    // This save's writes, once committed, as recorded then (``WritesInCopy/marks(_:)``): forgotten at the end.
+    var committed: [PropertyListKey: UInt64] = [:]
     let outcome = try suite.locked { () throws(SaveFailure) -> SaveOutcome in
+      // Once corelibs' copy holds the file (loaded again when it was stale), or the save failed after its commit:
+      // reads need no record of the committed writes.
+      defer { suite.corelibs.writes.forget(committed) }
       // Prepare: the writes taken under the lock, the file checked, the journal's entries gathered and written.
-      var save = try suite.beginSave(writes: take(&turn))
+      // A plain `UserDefaults` write of this process made after one of ours to the same key is the one saved.
+      let taken = take(&turn)
+      let writes = suite.corelibs.withLaterPlainWrites(taken)
+      var save = try suite.beginSave(writes: writes)
+      if writes != taken { save.keepsLaterPlainWrites = true }
       defer {
         if let trace = SuiteFile.saveTrace.withLock({ $0 }) {
           trace(suite.traceLine(save, writtenSince: unsavedWrites))
@@ -25,9 +34,15 @@ extension SuitePersistence {
       // renamed over corelibs' file; corelibs would drop that copy at the next save, and reads load the file.
       try withoutWrites(hooks) { () throws(SaveFailure) in
         suite.saveWithCorelibs(&save)
-        // Every write of ours up to now: this save's, and the newer ones made since it took them.
-        save.newest = save.writes.merging(unsavedWrites) { _, newer in newer }
+        // Every write of ours up to now: this save's, and the newer ones made since it took them; and a plain
+        // `UserDefaults` write of this process made since one of them, in its place (corelibs' save kept it).
+        let since = unsavedWrites
+        let newest = save.writes.merging(since) { _, newer in newer }
+        save.newest = suite.corelibs.withLaterPlainWrites(newest)
+        if save.newest != newest { save.keepsLaterPlainWrites = true }
         try suite.commit(&save)
+        // This save's writes are the file's (a key written again since stays recorded, by that write).
+        committed = suite.corelibs.writes.marks(save.writes.keys.filter { since.index(forKey: $0) == nil })
         noteSaveCommitted()
       }
       // Finish, writes running again.

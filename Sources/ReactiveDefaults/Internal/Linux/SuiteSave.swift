@@ -102,6 +102,9 @@ struct SuiteSave {
   var foreignChange = false
   /// The file was removed during the save: memory follows, and the observers of the keys it held hear of it.
   var removedElsewhere = false
+  /// A plain `UserDefaults` write of this process came after a write of ours, and the save keeps it in its place
+  /// (``CorelibsDomain/withLaterPlainWrites(_:)``): observers, who heard ours, must hear of it.
+  var keepsLaterPlainWrites = false
 
   init(writes: Writes, check: TrackedFile.Check, stamp: Stamp?) {
     self.writes = writes
@@ -287,6 +290,7 @@ extension SuiteSave {
   var outcome: SaveOutcome {
     SaveOutcome(
       issue: check.issue,
-      changedElsewhere: check.changedElsewhere || removedElsewhere || copyIsStale || foreignChange)
+      changedElsewhere: check.changedElsewhere || removedElsewhere || copyIsStale || foreignChange
+        || keepsLaterPlainWrites)
   }
 }

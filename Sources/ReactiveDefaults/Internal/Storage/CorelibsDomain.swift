@@ -84,16 +84,21 @@ final class CorelibsDomain: Sendable {
   /// removing it, which fails when something else removed it in between; a second try finds no file and succeeds.
   /// (A failed save leaves corelibs' dirty list as it was, so trying again is safe.)
   ///
+  /// Each save is bracketed by looks at the keys the library wrote and has not saved (``WritesInCopy``), which tell a
+  /// plain `UserDefaults` write of this process from a key corelibs loaded again.
+  ///
   /// On Apple platforms: has the preferences daemon store what this process wrote to the domain
   /// (``ApplePreferences/synchronize(_:)``).
   func synchronize() -> Bool {
     #if os(Linux)
-      CorelibsPreferences.synchronize(domain: preferencesName)
+      writes.beforeSynchronize(reading: object(forKey:))
+      defer { writes.afterSynchronize(reading: object(forKey:)) }
+      return CorelibsPreferences.synchronize(domain: preferencesName)
         || CorelibsPreferences.synchronize(domain: preferencesName)
     #elseif canImport(Darwin)
-      ApplePreferences.synchronize(preferencesName)
+      return ApplePreferences.synchronize(preferencesName)
     #else
-      true
+      return true
     #endif
   }
 
@@ -128,13 +133,54 @@ final class CorelibsDomain: Sendable {
     return true
   }
 
-  /// The value of `key` in the domain's own copy (not the merged view); nil when absent, or not Linux.
+  /// The address of the object corelibs serves the domain from (``CorelibsPreferences/domainObject(_:)``), looked up
+  /// at the first read: 0 before, 1 when it could not be found (reads then name the domain at each call).
+  private let objectAddress = Atomic<UInt>(0)
+
+  /// The value of `key` in the domain's own copy (not the merged view); nil when absent, or not Linux. Read from the
+  /// domain's object itself where it was found, so that no other thread's `getpwuid` can send the read to another
+  /// copy of the suite (``CorelibsPreferences/domainObject(_:)``): what it reads is what this process last wrote,
+  /// through the library or plain `UserDefaults`, or what the file held.
   func value(forKey key: String) -> Any? {
     #if os(Linux)
-      CorelibsPreferences.value(forKey: key, domain: preferencesName)
+      var address = objectAddress.load(ordering: .acquiring)
+      if address == 0 {
+        address = CorelibsPreferences.domainObject(preferencesName).map { UInt(bitPattern: $0) } ?? 1
+        objectAddress.store(address, ordering: .releasing)
+      }
+      if let object = UnsafeRawPointer(bitPattern: address), address != 1 {
+        return CorelibsPreferences.value(forKey: key, inDomainObject: object)
+      }
+      return CorelibsPreferences.value(forKey: key, domain: preferencesName)
     #else
       nil
     #endif
+  }
+
+  /// The library's unsaved writes as the copy holds them (``UserDefaultsStorage``'s confirmed writes), for a save to
+  /// keep a plain `UserDefaults` write of this process made after one of the library's.
+  let writes = WritesInCopy(converting: CorelibsDomain.propertyListValue(of:))
+
+  /// An object the copy holds as a property-list value, each dictionary key exactly as CoreFoundation holds it (its
+  /// collections may not bridge as `NSDictionary`, and a Swift dictionary merges keys that differ only by Unicode
+  /// normalization).
+  static func propertyListValue(of object: AnyObject) -> PropertyListValue? {
+    #if os(Linux)
+      if let collection = CorelibsPreferences.collectionValue(of: object) { return collection }
+    #endif
+    return PropertyListValue(foundationObject: object)
+  }
+
+  /// ``value(forKey:)`` as the object the copy holds, to be compared by identity.
+  func object(forKey key: String) -> AnyObject? {
+    value(forKey: key).map { $0 as AnyObject }
+  }
+
+  /// `writes` (the library's, taken by a save) with each key that a plain write of this process changed since the
+  /// library wrote it given the value the copy holds now (``WritesInCopy``): in a process, the last write wins,
+  /// whichever API made it.
+  func withLaterPlainWrites(_ writes: [PropertyListKey: PropertyListValue?]) -> [PropertyListKey: PropertyListValue?] {
+    self.writes.withLaterPlainWrites(writes, reading: object(forKey:))
   }
 
   /// Whether the copy holds no key (false where there is no corelibs, or its functions cannot be found).
@@ -160,6 +206,17 @@ final class CorelibsDomain: Sendable {
   func set(_ object: AnyObject?, forKey key: String) -> Bool {
     #if os(Linux)
       CorelibsPreferences.set(object, forKey: key, domain: preferencesName)
+    #else
+      false
+    #endif
+  }
+
+  /// Writes (or, for nil, removes) `key` as `UserDefaults.set(_:forKey:)` does after checking the value
+  /// (``CorelibsPreferences/setAppValue(_:forKey:application:)``), without its check's bridging of the value; false
+  /// when that cannot be done (not Linux), and the caller writes through `UserDefaults`.
+  func setAsUserDefaults(_ object: AnyObject?, forKey key: String) -> Bool {
+    #if os(Linux)
+      CorelibsPreferences.setAppValue(object, forKey: key, application: preferencesName)
     #else
       false
     #endif

@@ -100,101 +100,63 @@ final class UserDefaultsStorage: DefaultsStorage {
     #endif
   }
 
+  /// What corelibs (Apple: Foundation) answers for `key`: the same as plain `UserDefaults`, whoever wrote it last in
+  /// this process, at once.
   func object(forKey key: String) -> Any? {
     #if os(Linux)
-      if let pending = persistence?.pendingValue(forKey: key) { return object(forKey: key, pending: pending) }
-    #endif
-    return corelibsObject(forKey: key)
-  }
-
-  /// What corelibs (Apple: Foundation) answers for `key`.
-  private func corelibsObject(forKey key: String) -> Any? {
-    #if os(Linux)
-      if let direct = directObject(forKey: key) { return direct }
-      if let exact = exactDomain(forKey: key) { return exactObject(forKey: key, in: exact) }
+      if let domain, let written = domain.writes.reloadedValue(forKey: key, reading: domain.object(forKey:)) {
+        return object(forKey: key, reloadedAway: written)
+      }
+      // A suite whose file the library handles is read as corelibs looks, with the suite's own domain read from
+      // corelibs' object for it: never through a domain found by a name built from `getpwuid`, which another
+      // thread of the process (the app's, not the library's) can garble meanwhile, sending the read to a stray copy
+      // loaded from the file (an older value; BusyProcessTests' threads do that).
+      if persistence != nil, let domain { return exactObject(forKey: key, in: domain) }
     #endif
     guard let instance = defaults.instance else { return nil }
     return PreferencesCalls.serialized { instance.object(forKey: key) }
   }
 
   #if os(Linux)
-    /// Reads since the last write through this storage. After a write, corelibs' `object(forKey:)` rebuilds its
-    /// merged view of every domain at the next read (10 ms at 10,000 keys): so the reads right after a write go to
-    /// the suite's own domain directly (about 5 µs whatever its size), and once reads run on without writes, one
-    /// `object(forKey:)` rebuilds the view and the faster warm path takes over again.
-    private let readsSinceWrite = Atomic<Int>(Int.max / 2)
-    static let directReadsAfterWrite = 64
-
-    /// The value straight from the suite's own domain, when that is what `object(forKey:)` would return: the key is
-    /// in that domain and not overridden by a launch argument. nil: ask `object(forKey:)`.
-    private func directObject(forKey key: String) -> Any? {
-      guard persistence != nil, let domain else { return nil }
-      // A key with a canonically equivalent spelling is always read from the suite's own domain, with a key
-      // CoreFoundation compares exactly: corelibs' merged view compares keys as Swift strings.
-      let exact = exactDomain(forKey: key) != nil
-      // A plain load first: reads far from any write (the common case) pay no read-modify-write.
-      guard
-        exact
-          || (readsSinceWrite.load(ordering: .relaxed) < Self.directReadsAfterWrite
-            && readsSinceWrite.add(1, ordering: .relaxed).newValue <= Self.directReadsAfterWrite),
-        defaults.instance?.volatileDomain(forName: UserDefaults.argumentDomain)[key] == nil
-      else { return nil }
-      guard let object = domain.value(forKey: key) else { return nil }
-      if exact {
-        // Whatever its size: the merged view could hand out the other spelling's value.
-        return PropertyListValue(foundationObject: object)?.foundationObject
-      }
-      // Small scalars only. corelibs bridges its own objects to Swift values byte by byte (an `NSData` of a few MiB
-      // takes seconds), where `object(forKey:)` hands out Swift values at once: large values, arrays and
-      // dictionaries are left to it.
-      switch object {
-      case is NSNumber, is NSDate: return object
-      case let text as NSString where text.length <= Self.largestDirectString: return object
-      case let data as NSData where data.length <= Self.largestDirectString:
-        return Data(bytes: data.bytes, count: data.length)
-      default: return nil
-      }
-    }
-
-    /// What `object(forKey:)` returns, found with the key and the suite's name as strings CoreFoundation compares
-    /// exactly (``CorelibsPreferences/needsExactString(_:)``): corelibs' own lookups compare them as Swift strings,
-    /// in its caches of domains and of applications' search lists too, which can find the other spelling of a key or
-    /// of the suite's name. Launch arguments first, then the suite's own domain, the global domain, and registered
-    /// defaults, as corelibs looks.
-    private func exactObject(forKey key: String, in domain: CorelibsDomain) -> Any? {
-      if let argument = defaults.instance?.volatileDomain(forName: UserDefaults.argumentDomain)[key] { return argument }
-      let found = domain.value(forKey: key) ?? CorelibsPreferences.globalValue(forKey: key)
-      if let found { return PropertyListValue(foundationObject: found)?.foundationObject }
-      return defaults.instance?.volatileDomain(forName: UserDefaults.registrationDomain)[key]
-    }
-
-    /// A read of a key this process wrote and has not finished saving (``SuitePersistence/pendingValue(forKey:)``):
-    /// answered from the library's own record of that write, never from corelibs.
+    /// What `object(forKey:)` returns, with the suite's own domain read from corelibs' object for it
+    /// (``CorelibsDomain/value(forKey:)``, which no other thread's `getpwuid` can send elsewhere) and the key as a
+    /// string CoreFoundation compares exactly where it must (``CorelibsPreferences/needsExactString(_:)``: corelibs'
+    /// own lookups compare keys and suite names as Swift strings, which can find the other spelling). Launch
+    /// arguments first, then the suite's own domain, the global domain, and registered defaults, as corelibs looks.
     ///
-    /// corelibs may answer from another copy of the suite, loaded from the file without the write: another thread's
-    /// `getpwuid` (any thread of the process: the app's, a logging library's) rewrites the user name corelibs names
-    /// its copies by on every call (see ``PreferencesCalls``). So the write decides, as corelibs would have with its
-    /// own copy: a launch argument still wins; then the value written; a removal leaves what the other domains hold
-    /// (the global domain, then the registered defaults). A plain `UserDefaults` write of the same key made in this
-    /// process since, which corelibs does not announce, is read once the library's write is saved (at most 100 ms
-    /// later, or at `flush()`), as Gotchas documents.
-    private func object(forKey key: String, pending: PropertyListValue?) -> Any? {
+    /// A key the suite's own domain lacks is asked of `UserDefaults.object(forKey:)` (for a key whose spelling need
+    /// not be exact): corelibs keeps registered defaults in a table of its own that only that method reads (not the
+    /// registration domain's volatile dictionary), and there the suite's domain holds nothing to read stale.
+    private func exactObject(forKey key: String, in domain: CorelibsDomain) -> Any? {
       let instance = defaults.instance
-      return instance?.volatileDomain(forName: UserDefaults.argumentDomain)[key] ?? pending?.foundationObject
+      if let argument = instance?.volatileDomain(forName: UserDefaults.argumentDomain)[key] { return argument }
+      if let own = domain.value(forKey: key) { return PropertyListValue(foundationObject: own)?.foundationObject }
+      guard exactDomain(forKey: key) != nil else {
+        guard let instance else { return nil }
+        return PreferencesCalls.serialized { instance.object(forKey: key) }
+      }
+      if let global = CorelibsPreferences.globalValue(forKey: key) {
+        return PropertyListValue(foundationObject: global)?.foundationObject
+      }
+      return instance?.volatileDomain(forName: UserDefaults.registrationDomain)[key]
+    }
+
+    /// A read of a key whose write of the library's corelibs lost when it loaded the key again
+    /// (``WritesInCopy/reloadedValue(forKey:reading:)``), as corelibs would answer with its copy holding the write: a
+    /// launch argument wins; then the value written; a removal leaves what the global domain or the registered
+    /// defaults hold.
+    private func object(forKey key: String, reloadedAway written: PropertyListValue?) -> Any? {
+      let instance = defaults.instance
+      return instance?.volatileDomain(forName: UserDefaults.argumentDomain)[key] ?? written?.foundationObject
         ?? CorelibsPreferences.globalValue(forKey: key)
         ?? instance?.volatileDomain(forName: UserDefaults.registrationDomain)[key]
     }
 
-    /// The longest string (in UTF-16 units) or data (in bytes) a direct read hands out.
-    static let largestDirectString = 4096
   #endif
 
   func apply(_ write: StorageWrite, forKey key: String) -> PropertyListValue? {
     // An instance held weakly and gone: nothing to write to.
     guard let instance = defaults.instance else { return nil }
-    #if os(Linux)
-      readsSinceWrite.store(0, ordering: .relaxed)
-    #endif
     switch write {
     case .set(let value):
       #if os(Linux)
@@ -202,22 +164,33 @@ final class UserDefaultsStorage: DefaultsStorage {
         // straight to CoreFoundation, as a string it compares exactly (``CorelibsPreferences/needsExactString(_:)``);
         // every other write goes through `UserDefaults.set`, as it always has.
         if persistence != nil, let domain,
-          domain.exactNames || CorelibsPreferences.needsExactString(key) || value.hasExactKeys,
-          domain.set(value.corelibsObject, forKey: key)
+          domain.exactNames || CorelibsPreferences.needsExactString(key) || value.hasExactKeys
         {
-          return value
+          if confirming(value, forKey: key, { domain.set(value.corelibsObject, forKey: key) }) { return value }
+        }
+        // Every other write of a suite whose file the library handles: corelibs' `UserDefaults.set` minus its check,
+        // which bridges the value to Swift (a 10 MB data value: seconds, inside the library's turn at corelibs).
+        if persistence != nil, let domain {
+          let object = value.corelibsObject
+          if confirming(value, forKey: key, { domain.setAsUserDefaults(object, forKey: key) }) { return value }
         }
       #endif
       let object = value.foundationObject
-      PreferencesCalls.serialized { instance.set(object, forKey: key) }
+      confirming(value, forKey: key) {
+        PreferencesCalls.serialized { instance.set(object, forKey: key) }
+        return true
+      }
       return value
     case .remove:
       #if os(Linux)
-        if let exact = exactDomain(forKey: key), exact.set(nil, forKey: key) {
-          return nil
+        if let exact = exactDomain(forKey: key) {
+          if confirming(nil, forKey: key, { exact.set(nil, forKey: key) }) { return nil }
         }
       #endif
-      PreferencesCalls.serialized { instance.removeObject(forKey: key) }
+      confirming(nil, forKey: key) {
+        PreferencesCalls.serialized { instance.removeObject(forKey: key) }
+        return true
+      }
       return nil
     case .url(let url):
       #if canImport(Darwin)
@@ -230,6 +203,36 @@ final class UserDefaultsStorage: DefaultsStorage {
         return apply(archive.map(StorageWrite.set) ?? .remove, forKey: key)
       #endif
     }
+  }
+
+  /// Runs `write` (of `value`, nil: a removal, to `key`) until it reached the domain's object that reads see (Linux,
+  /// where the library handles the suite's file): corelibs finds the object to write by a name built from
+  /// `getpwuid`'s buffer, which another thread can garble meanwhile, and the write then goes to another copy of the
+  /// suite (``CorelibsPreferences/domainObject(_:)``). A write that reached it replaced the object held for the key
+  /// (corelibs copies each value it stores); one that went astray left the object as it was. (Another thread's write
+  /// of the key meanwhile replaces it too: the two were concurrent, and either may be last.)
+  /// `write` returns false when it could write nothing (then nor does this).
+  @discardableResult
+  private func confirming(_ value: PropertyListValue?, forKey key: String, _ write: () -> Bool) -> Bool {
+    #if os(Linux)
+      guard persistence != nil, let domain else { return write() }
+      let before = domain.value(forKey: key).map { $0 as AnyObject }
+      for _ in 0..<100 {
+        guard write() else { return false }
+        let now = domain.value(forKey: key).map { $0 as AnyObject }
+        // Changed, or unchanged because the domain already held the value (corelibs skips an equal write). (A
+        // changed object is taken for ours, not compared with the value: corelibs' copy of a value can differ from
+        // it, a dictionary whose keys differ only by Unicode normalization keeping one. So a plain write of another
+        // thread landing between this write and this read counts as ours: a window of a few microseconds.)
+        if now !== before || now.flatMap(CorelibsDomain.propertyListValue(of:)) == value {
+          domain.writes.noteWrite(forKey: key, value: value, left: now, overtaken: false)
+          return true
+        }
+      }
+      return true
+    #else
+      write()
+    #endif
   }
 
   func snapshot() -> [PropertyListKey: PropertyListValue] {

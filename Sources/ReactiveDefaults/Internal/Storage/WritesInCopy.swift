@@ -1,0 +1,148 @@
+import Foundation
+import Synchronization
+
+/// The library's unsaved writes of one suite as corelibs' copy holds them (Linux): per key, the object the write left
+/// in the copy, so that a save can tell whether a plain `UserDefaults` write or removal of this process came after
+/// the library's. corelibs announces no write, so the object is the only witness: corelibs copies every value it
+/// stores, so a later plain write (or removal) of the key leaves another object (or none) in its place. In a process
+/// the last write wins, whichever API made it: the save writes the plain one, and the library's reads (which read
+/// the copy) already gave it.
+///
+/// The one other thing that replaces an object is corelibs loading its copy again (a synchronize), which it does only
+/// for keys it holds no unsaved write of: a synchronize keeps each key on its dirty list with the very object the
+/// copy held, saves it and empties the list; a later one loads every other key from the file. So each synchronize of
+/// the library's is bracketed (``CorelibsDomain/synchronize()``): before it, a key whose object changed since it was
+/// last looked at was written plainly (no load of the library's came in between); after it, each key's object is
+/// looked at again. (The library's own synchronizes and its writes never overlap: both hold the suite's write gates.
+/// A `UserDefaults.synchronize()` of the app's that loads the copy again between the library's write and its save
+/// reads here as a plain write of the value the file held, which is the value corelibs' save had just written.)
+///
+/// A write of the library's that corelibs held no record of (the value its copy held already, or the removal of a key
+/// it lacked: it keeps no unsaved record of either) is lost from the copy when a synchronize loads the key from a
+/// file holding another value (another process's save, made before the copy was loaded again). Such a key is marked
+/// ``Entry/reloadedAway``, and reads of it give the library's write (``reloadedValue(forKey:reading:)``) until the
+/// save writes it, or a plain write of this process replaces the object again.
+final class WritesInCopy: Sendable {
+  /// One key's last write of the library's, as the copy held it when last looked at.
+  private struct Entry: @unchecked Sendable {  // `object` is only compared by identity, never used or mutated
+    /// The object the copy held for the key (nil: none), kept to be compared by identity (an address alone could be
+    /// reused once freed).
+    var object: AnyObject?
+    /// The value the library wrote (nil: removed).
+    var value: PropertyListValue?
+    /// A plain write came after the library's: the copy's value is the one to save.
+    var overtaken: Bool
+    /// A synchronize loaded another value of the key into the copy: the library's write is the one to read.
+    var reloadedAway = false
+    /// Which write this is (``marks(_:)``).
+    var sequence: UInt64 = 0
+  }
+
+  private let entries = Locked<[PropertyListKey: Entry]>([:])
+  /// An object of the copy as a property-list value (``CorelibsDomain/propertyListValue(of:)``).
+  private let convert: @Sendable (AnyObject) -> PropertyListValue?
+
+  init(converting convert: @escaping @Sendable (AnyObject) -> PropertyListValue?) {
+    self.convert = convert
+  }
+  /// How many entries are ``Entry/reloadedAway`` (reads look only when some are).
+  private let reloadedAwayCount = Atomic<Int>(0)
+  private let writeCount = Atomic<UInt64>(0)
+
+  /// Records the object the library's write of `value` (nil: a removal) to `key` left in the copy (nil: the key is
+  /// absent), and whether a plain write is known to have come after it (`overtaken`).
+  func noteWrite(forKey key: String, value: PropertyListValue?, left object: AnyObject?, overtaken: Bool) {
+    let sequence = writeCount.add(1, ordering: .relaxed).newValue
+    entries.withLock { entries in
+      let old = entries.updateValue(
+        Entry(object: object, value: value, overtaken: overtaken, sequence: sequence), forKey: PropertyListKey(key))
+      if old?.reloadedAway == true { reloadedAwayCount.subtract(1, ordering: .relaxed) }
+    }
+  }
+
+  /// The library's write of `key` (`.some(nil)`: its removal) when a synchronize loaded another value over it and no
+  /// plain write replaced that since; nil otherwise (read the copy). `read` reads the copy's object for a key.
+  func reloadedValue(forKey key: String, reading read: (String) -> AnyObject?) -> PropertyListValue?? {
+    guard reloadedAwayCount.load(ordering: .relaxed) > 0 else { return nil }
+    guard let entry = entries.withLock({ $0[PropertyListKey(key)] }), entry.reloadedAway, !entry.overtaken else {
+      return nil
+    }
+    guard read(key) === entry.object else { return nil }
+    return .some(entry.value)
+  }
+
+  /// Before a synchronize of the library's: the keys whose object changed since they were looked at were written
+  /// plainly. `read` reads the copy's object for a key.
+  func beforeSynchronize(reading read: (String) -> AnyObject?) {
+    look(reading: read) { entry, now in
+      if now !== entry.object { entry.overtaken = true }
+    }
+  }
+
+  /// After a synchronize of the library's: each key's object as the copy holds it now (corelibs loaded those it held
+  /// no unsaved write of), and whether that lost the library's write.
+  func afterSynchronize(reading read: (String) -> AnyObject?) {
+    look(reading: read) { entry, now in
+      let held = now.flatMap(convert)
+      if now !== entry.object, !entry.reloadedAway, held != entry.value {
+        entry.reloadedAway = true
+        reloadedAwayCount.add(1, ordering: .relaxed)
+      }
+      entry.object = now
+    }
+  }
+
+  private func look(reading read: (String) -> AnyObject?, _ update: (inout Entry, AnyObject?) -> Void) {
+    let taken = entries.withLock { $0 }
+    guard !taken.isEmpty else { return }
+    var seen: [PropertyListKey: AnyObject?] = [:]
+    for (key, entry) in taken where !entry.overtaken { seen[key] = read(key.string) }
+    entries.withLock { entries in
+      for (key, now) in seen {
+        // Unless written again meanwhile (not by the library, whose writes wait: a removal of the key by `forget`).
+        guard var entry = entries[key], entry.object === taken[key]?.object, !entry.overtaken else { continue }
+        update(&entry, now)
+        entries[key] = entry
+      }
+    }
+  }
+
+  /// `writes` (the library's, as a save took them) with each key that a plain write of this process changed since
+  /// the library's given the value the copy holds now. `read` reads the copy's object for a key.
+  func withLaterPlainWrites(
+    _ writes: [PropertyListKey: PropertyListValue?], reading read: (String) -> AnyObject?
+  ) -> [PropertyListKey: PropertyListValue?] {
+    let taken = entries.withLock { entries in writes.keys.compactMap { key in entries[key].map { (key, $0) } } }
+    var result = writes
+    for (key, entry) in taken {
+      let now = read(key.string)
+      guard entry.overtaken || now !== entry.object else { continue }
+      guard let now else {
+        result[key] = .some(nil)
+        continue
+      }
+      // A value that is no property-list value (not written by this library) leaves the library's.
+      if let value = convert(now) { result[key] = .some(value) }
+    }
+    return result
+  }
+
+  /// Which write of each of `keys` is recorded now, for ``forget(_:)``.
+  func marks(_ keys: some Sequence<PropertyListKey>) -> [PropertyListKey: UInt64] {
+    entries.withLock { entries in
+      var marks: [PropertyListKey: UInt64] = [:]
+      for key in keys { if let entry = entries[key] { marks[key] = entry.sequence } }
+      return marks
+    }
+  }
+
+  /// Forgets the writes `marks` names once a save wrote them and corelibs' copy holds the file (a later write of a
+  /// key stays recorded).
+  func forget(_ marks: [PropertyListKey: UInt64]) {
+    entries.withLock { entries in
+      for (key, sequence) in marks where entries[key]?.sequence == sequence {
+        if entries.removeValue(forKey: key)?.reloadedAway == true { reloadedAwayCount.subtract(1, ordering: .relaxed) }
+      }
+    }
+  }
+}

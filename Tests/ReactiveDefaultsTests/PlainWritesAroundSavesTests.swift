@@ -1,0 +1,153 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import ReactiveDefaults
+
+/// One process, one truth, in every order a save can meet: writes of the library's and plain `UserDefaults` writes
+/// (and removals, and the app's own `synchronize()`) made while a save runs (after it took the library's writes,
+/// before corelibs saves), and after it, before the next. Whatever the order, the last write of the process is what
+/// the store reads at once, what it reads after the saves, what the file holds and what an observer hears.
+@Suite(.linuxOnly) struct PlainWritesAroundSavesTests {
+  enum Step: Sendable, CustomStringConvertible {
+    /// `store[key] = value`
+    case ours(Int)
+    /// `UserDefaults(suiteName:).set(value, forKey:)`
+    case plain(Int)
+    case plainRemove
+    /// The app's `UserDefaults.synchronize()`, of this suite alone: corelibs' own saves every suite of the process in
+    /// place, which would reach into the other tests of this process (a suite whose lock a test holds).
+    case plainSynchronize
+
+    var description: String {
+      switch self {
+      case .ours(let value): "ours \(value)"
+      case .plain(let value): "plain \(value)"
+      case .plainRemove: "plain removal"
+      case .plainSynchronize: "plain synchronize()"
+      }
+    }
+  }
+
+  struct Order: Sendable, CustomTestStringConvertible {
+    /// Run by the saving thread once the first save took the library's writes, before corelibs saves.
+    var during: [Step]
+    /// Run once that save returned, before the second.
+    var after: [Step]
+    /// The value the process's last write left (nil: none, the key reads its default).
+    var last: Int?
+
+    var testDescription: String { "during the save \(during), after it \(after)" }
+  }
+
+  static let orders: [Order] = [
+    Order(during: [.ours(1), .plain(2)], after: [], last: 2),
+    Order(during: [.plain(2), .ours(1)], after: [], last: 1),
+    Order(during: [.ours(1)], after: [.plain(2)], last: 2),
+    Order(during: [], after: [.plain(2)], last: 2),
+    Order(during: [.ours(1)], after: [.plainSynchronize, .plain(2)], last: 2),
+    Order(during: [.ours(1)], after: [.plainSynchronize, .plainSynchronize], last: 1),
+    Order(during: [.ours(1), .plainRemove], after: [], last: nil),
+    Order(during: [.ours(1)], after: [.plainRemove], last: nil),
+    Order(during: [.ours(1)], after: [.plain(2), .ours(3)], last: 3),
+    Order(during: [.plain(2)], after: [.ours(1), .plain(4)], last: 4),
+  ]
+
+  @Test(arguments: orders) func theLastWriteOfTheProcessWins(_ order: Order) async throws {
+    let (store, issues) = makeStore(.suite)
+    let name = try #require(store.suiteName)
+    let path = try #require(store.hub.persistence?.file.path)
+    let key = DefaultsKey<Int>("k", default: -1)
+    let raw = try #require(UserDefaults(suiteName: name))
+    // A new plain instance for each step: any instance over the suite is the suite.
+    @Sendable func run(_ step: Step) {
+      guard let raw = UserDefaults(suiteName: name) else { return }
+      switch step {
+      case .ours(let value): store[key] = value
+      case .plain(let value): raw.set(value, forKey: "k")
+      case .plainRemove: raw.removeObject(forKey: "k")
+      case .plainSynchronize:
+        #if os(Linux)
+          _ = CorelibsPreferences.synchronize(domain: name)
+        #else
+          _ = raw.synchronize()
+        #endif
+      }
+    }
+    store[key] = 0
+    try store.save()
+    let seen = Recorder<Int>()
+    let token = store.property(key).observe { seen.append($0) }
+    defer { token.cancel() }
+    let ran = Recorder<Int>()
+    TrackedFile.saveSteps.withLock { hooks in
+      hooks[path] = { step in
+        guard case .beforeCorelibsSave = step, ran.count == 0 else { return }
+        for step in order.during { run(step) }
+        ran.append(1)
+      }
+    }
+    defer { _ = TrackedFile.saveSteps.withLock { $0.removeValue(forKey: path) } }
+    store[key] = 5
+    try await offThePool { try store.save() }
+    #expect(ran.count == 1)
+    for step in order.after { run(step) }
+    let expected = order.last ?? -1
+    #expect(store[key] == expected, "at once")
+    try await offThePool { try store.save() }
+    try await offThePool { try store.save() }
+    #expect(store[key] == expected, "after the saves")
+    #expect(raw.object(forKey: "k") as? Int == order.last, "through plain UserDefaults")
+    // (corelibs removes the file of a suite it holds empty.)
+    let saved = suiteFileBytes(name)
+    let domain = try saved.map { try PropertyListSerialization.propertyList(from: $0, format: nil) as? [String: Any] }
+    #expect(domain??["k"] as? Int == order.last, "in the file")
+    #expect(saved != nil || order.last == nil)
+    store.refresh()
+    #expect(await seen.wait(timeout: 10) { $0.last == expected }, "\(seen.values)")
+    #expect(issues.values.isEmpty)
+  }
+}
+
+/// A write of the library's that corelibs keeps no record of (the value its copy holds already, or the removal of a
+/// key it lacks), made while its copy is older than the file (another process saved another value a moment before),
+/// is read back and saved: corelibs' save loads the other value into its copy, and reads still give the library's
+/// write until the save has written it.
+@Suite(.linuxOnly) struct WritesCorelibsSkipsTests {
+  @Test(arguments: [(Optional(1), true), (nil, true), (Optional(1), false), (nil, false)])
+  func aWriteCorelibsSkippedSurvivesTheNextLoad(_ written: Int?, observed: Bool) async throws {
+    let (store, issues) = makeStore(.suite)
+    let name = try #require(store.suiteName)
+    let path = try #require(store.hub.persistence?.file.path)
+    let key = DefaultsKey<Int>("k", default: -1)
+    store[key] = written ?? 5
+    if written == nil { store.reset(key) }
+    store[DefaultsKey<Int>("other", default: 0)] = 1
+    try store.save()
+    let token = observed ? store.property(key).observe { _ in } : nil
+    defer { token?.cancel() }
+    // Another process saves k = 2 (an atomic replacement, as the library's saves are).
+    try PropertyListSerialization.data(fromPropertyList: ["k": 2, "other": 1], format: .xml, options: 0)
+      .write(to: URL(fileURLWithPath: path), options: .atomic)
+    // The same write again, at once: corelibs' copy, not loaded again yet, holds it already.
+    if let written { store[key] = written } else { store.reset(key) }
+    let expected = written ?? -1
+    // What a read on another thread gets from storage while the save runs (read here, on the saving thread, from
+    // storage itself: a store's read also looks at the file, which takes the lock this save holds).
+    let duringSave = Recorder<Int>()
+    TrackedFile.saveSteps.withLock { hooks in
+      hooks[path] = { step in
+        if case .afterCorelibsSave = step { duringSave.append(store.hub.storage.object(forKey: "k") as? Int ?? -1) }
+      }
+    }
+    defer { _ = TrackedFile.saveSteps.withLock { $0.removeValue(forKey: path) } }
+    #expect(store[key] == expected)
+    try await offThePool { try store.save() }
+    #expect(duringSave.values.allSatisfy { $0 == expected }, "\(duringSave.values)")
+    #expect(store[key] == expected)
+    let saved = try #require(suiteFileBytes(name))
+    let domain = try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any]
+    #expect(domain?["k"] as? Int == written)
+    #expect(issues.values.isEmpty)
+  }
+}
