@@ -109,6 +109,40 @@ import Testing
   }
 }
 
+/// A plain write landing inside the library's own synchronize of a save (after the save looked at the library's
+/// writes in corelibs' copy, before corelibs saved): corelibs saves it in the place of the library's unsaved write of
+/// the key, and the save keeps it, not taking it for a load of the file that lost the library's write. (A background
+/// save runs beside the app's writes: PlainUserDefaultsCoherenceTests' 2,000-key case read the library's older value
+/// after a save in 1 of 4 whole-suite runs.)
+@Suite(.linuxOnly) struct PlainWriteInsideCorelibsSaveTests {
+  @Test func aPlainWriteInsideCorelibsSaveIsKept() async throws {
+    let (store, issues) = makeStore(.suite)
+    let name = try #require(store.suiteName)
+    let key = DefaultsKey<Int>("k", default: -1)
+    store[key] = 0
+    try store.save()
+    let ran = Recorder<Int>()
+    CorelibsDomain.insideSynchronize.withLock { hooks in
+      hooks[name] = {
+        guard ran.count == 0 else { return }
+        ran.append(1)
+        UserDefaults(suiteName: name)?.set(2, forKey: "k")
+      }
+    }
+    defer { _ = CorelibsDomain.insideSynchronize.withLock { $0.removeValue(forKey: name) } }
+    store[key] = 1
+    try await offThePool { try store.save() }
+    #expect(ran.count == 1)
+    #expect(store[key] == 2, "after the save")
+    try await offThePool { try store.save() }
+    #expect(store[key] == 2, "after the next save")
+    let saved = try #require(suiteFileBytes(name))
+    let domain = try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any]
+    #expect(domain?["k"] as? Int == 2, "in the file")
+    #expect(issues.values.isEmpty)
+  }
+}
+
 /// A write of the library's that corelibs keeps no record of (the value its copy holds already, or the removal of a
 /// key it lacks), made while its copy is older than the file (another process saved another value a moment before),
 /// is read back and saved: corelibs' save loads the other value into its copy, and reads still give the library's

@@ -92,15 +92,22 @@ final class CorelibsDomain: Sendable {
   func synchronize() -> Bool {
     #if os(Linux)
       writes.beforeSynchronize(reading: object(forKey:))
-      defer { writes.afterSynchronize(reading: object(forKey:)) }
-      return CorelibsPreferences.synchronize(domain: preferencesName)
+      Self.insideSynchronize.withLock { $0[name] }?()
+      let saved =
+        CorelibsPreferences.synchronize(domain: preferencesName)
         || CorelibsPreferences.synchronize(domain: preferencesName)
+      writes.afterSynchronize(reading: object(forKey:), saved: saved)
+      return saved
     #elseif canImport(Darwin)
       return ApplePreferences.synchronize(preferencesName)
     #else
       return true
     #endif
   }
+
+  /// Tests: run inside a synchronize of the suite named by the key, between the look at the library's writes and
+  /// corelibs' save (where another thread's plain write can land).
+  static let insideSynchronize = Locked<[String: @Sendable () -> Void]>([:])
 
   /// Drops the copy, twice (run it while no write of ours is in progress: a write between the two would make the
   /// second an in-place save with no journal behind it). Returns false when corelibs had something to save and could

@@ -225,7 +225,7 @@ final class UserDefaultsStorage: DefaultsStorage {
         // it, a dictionary whose keys differ only by Unicode normalization keeping one. So a plain write of another
         // thread landing between this write and this read counts as ours: a window of a few microseconds.)
         if now !== before || now.flatMap(CorelibsDomain.propertyListValue(of:)) == value {
-          domain.writes.noteWrite(forKey: key, value: value, left: now, overtaken: false)
+          domain.writes.noteWrite(forKey: key, value: value, left: now, overtaken: false, unsaved: now !== before)
           return true
         }
       }

@@ -34,6 +34,10 @@ final class WritesInCopy: Sendable {
     var overtaken: Bool
     /// A synchronize loaded another value of the key into the copy: the library's write is the one to read.
     var reloadedAway = false
+    /// corelibs holds the write on its list of unsaved keys (the write changed the copy), until a synchronize saves
+    /// it: a synchronize keeps such a key's object, so one that changes it is a plain write racing that synchronize
+    /// (on another thread: the library's saves run beside the app's writes), not a load from the file.
+    var unsavedInCopy = false
     /// Which write this is (``marks(_:)``).
     var sequence: UInt64 = 0
   }
@@ -51,11 +55,15 @@ final class WritesInCopy: Sendable {
 
   /// Records the object the library's write of `value` (nil: a removal) to `key` left in the copy (nil: the key is
   /// absent), and whether a plain write is known to have come after it (`overtaken`).
-  func noteWrite(forKey key: String, value: PropertyListValue?, left object: AnyObject?, overtaken: Bool) {
+  /// `unsaved`: the write changed the copy, so corelibs holds it as unsaved (``Entry/unsavedInCopy``).
+  func noteWrite(
+    forKey key: String, value: PropertyListValue?, left object: AnyObject?, overtaken: Bool, unsaved: Bool
+  ) {
     let sequence = writeCount.add(1, ordering: .relaxed).newValue
     entries.withLock { entries in
       let old = entries.updateValue(
-        Entry(object: object, value: value, overtaken: overtaken, sequence: sequence), forKey: PropertyListKey(key))
+        Entry(object: object, value: value, overtaken: overtaken, unsavedInCopy: unsaved, sequence: sequence),
+        forKey: PropertyListKey(key))
       if old?.reloadedAway == true { reloadedAwayCount.subtract(1, ordering: .relaxed) }
     }
   }
@@ -79,15 +87,21 @@ final class WritesInCopy: Sendable {
     }
   }
 
-  /// After a synchronize of the library's: each key's object as the copy holds it now (corelibs loaded those it held
-  /// no unsaved write of), and whether that lost the library's write.
-  func afterSynchronize(reading read: (String) -> AnyObject?) {
+  /// After a synchronize of the library's (`saved`: corelibs' save succeeded, emptying its list of unsaved keys):
+  /// each key's object as the copy holds it now (corelibs loaded those it held no unsaved write of), and whether that
+  /// lost the library's write. A key corelibs held as unsaved kept its object through the synchronize: a changed one
+  /// was written plainly meanwhile, on another thread (the save of a background save runs beside the app's writes).
+  func afterSynchronize(reading read: (String) -> AnyObject?, saved: Bool) {
     look(reading: read) { entry, now in
-      let held = now.flatMap(convert)
-      if now !== entry.object, !entry.reloadedAway, held != entry.value {
-        entry.reloadedAway = true
-        reloadedAwayCount.add(1, ordering: .relaxed)
+      if now !== entry.object {
+        if entry.unsavedInCopy {
+          entry.overtaken = true
+        } else if !entry.reloadedAway, now.flatMap(convert) != entry.value {
+          entry.reloadedAway = true
+          reloadedAwayCount.add(1, ordering: .relaxed)
+        }
       }
+      if saved { entry.unsavedInCopy = false }
       entry.object = now
     }
   }
