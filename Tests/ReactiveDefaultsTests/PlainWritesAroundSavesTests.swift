@@ -4,6 +4,10 @@ import Testing
 
 @testable import ReactiveDefaults
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// One process, one truth, in every order a save can meet: writes of the library's and plain `UserDefaults` writes
 /// (and removals, and the app's own `synchronize()`) made while a save runs (after it took the library's writes,
 /// before corelibs saves), and after it, before the next. Whatever the order, the last write of the process is what
@@ -183,5 +187,48 @@ import Testing
     let domain = try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any]
     #expect(domain?["k"] as? Int == written)
     #expect(issues.values.isEmpty)
+  }
+}
+
+/// A store opened for a suite that has no file, while another thread's plain write lands after the open looked at
+/// corelibs' copy (empty, so no lock was taken): nothing writes the file without the suite's lock. The open used to
+/// drop corelibs' copy there, which is corelibs' synchronize: it saved the plain write in place, unlocked, while
+/// another process may be saving (the history checker's plain writers: a file another process read as empty, a save
+/// whose reload failed). The plain write is not lost: the store reads it at once, and its next save writes it.
+@Suite(.linuxOnly) struct PlainWriteWhileAStoreOpensTests {
+  @Test func aPlainWriteWhileAStoreOfAMissingFileOpensIsSavedOnlyUnderTheLock() async throws {
+    let name = makeSuiteName()
+    let path = preferencesFolder.appendingPathComponent("\(name).plist").path
+    defer {
+      removeSuiteFile(name)
+      unlink(path + ".lock")
+    }
+    // The suite's lock, held as another process's save would hold it.
+    let descriptor = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+    try #require(descriptor >= 0 && flock(descriptor, LOCK_EX) == 0)
+    var held = true
+    defer { if held { close(descriptor) } }
+    let ran = Recorder<Int>()
+    TrackedFile.saveSteps.withLock { hooks in
+      hooks[path] = { step in
+        guard step == .beforeLoadingMissingFile, ran.count == 0 else { return }
+        ran.append(1)
+        UserDefaults(suiteName: name)?.set(2, forKey: "k")
+      }
+    }
+    defer { _ = TrackedFile.saveSteps.withLock { $0.removeValue(forKey: path) } }
+    let store = try #require(await offThePool { DefaultsStore(suiteName: name) })
+    #expect(ran.count == 1)
+    #expect(!FileManager.default.fileExists(atPath: path), "the file was written while another held its lock")
+    close(descriptor)
+    held = false
+    let key = DefaultsKey<Int>("k", default: -1)
+    #expect(store[key] == 2, "at once")
+    store[DefaultsKey<Int>("other", default: 0)] = 1
+    try await offThePool { try store.save() }
+    let saved = try #require(suiteFileBytes(name))
+    let domain = try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any]
+    #expect(domain?["k"] as? Int == 2, "in the file")
+    #expect(store[key] == 2, "after the save")
   }
 }

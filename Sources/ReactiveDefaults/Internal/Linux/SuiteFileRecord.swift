@@ -70,22 +70,27 @@ final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
   /// reported, and copied before anything could replace it. (When corelibs could not drop its older copy, that copy
   /// proves nothing about the file: the suite is not marked as loaded, so the next reload or edit loads it.)
   ///
-  /// With no file (and no journal) and an empty copy, nothing is created: corelibs' copy is only dropped, so that it
-  /// reads as the missing file does.
+  /// With no file (and no journal) and an empty copy, nothing is created, and nothing is saved: the copy is only
+  /// recorded as the missing file.
   func open() -> DefaultsError? {
-    // An empty copy: corelibs holds no write of this process to save, so dropping it writes nothing. A copy that holds
-    // keys may hold plain `UserDefaults` writes of this process, which dropping it saves, in place: that takes the
-    // lock, as every save does (unlocked, corelibs' save could read another process's save half-written, as an empty
-    // file, and write its copy over it: the history checker's in-process plain writers lost two keys so).
+    // An empty copy: corelibs holds no write of this process to save. A copy that holds keys may hold plain
+    // `UserDefaults` writes of this process, which dropping it saves, in place: that takes the lock, as every save
+    // does (unlocked, corelibs' save could read another process's save half-written, as an empty file, and write its
+    // copy over it: the history checker's in-process plain writers lost two keys so).
     guard file.stamp() != nil || file.journalState() != .absent || !corelibs.isEmpty else {
-      // Without the lock (nothing is created for a suite that does not exist), so another process's save can create
-      // the file before corelibs loads: the copy counts as the missing file only if it is empty, as that file reads.
-      // A copy loaded from a file created meanwhile is not the file once that file goes (a later deletion would find
-      // memory "as the file"), so it is untrusted, and the next read or edit reloads. (Recorded as the missing
-      // file whatever corelibs loaded, it would never be reloaded in a process that never observes the suite, and once
-      // the file was deleted every read and edit would take the stale copy for the missing file.)
+      // Without the lock (nothing is created for a suite that does not exist), and so without dropping the copy:
+      // a drop is corelibs' synchronize, which saves in place whatever the copy holds unsaved, and another thread's
+      // plain `UserDefaults` write can land between the look above and the drop (the history checker's plain
+      // writers: a file created, or another process's save cut to an empty file, by no lock's holder). An empty copy
+      // with no file reads as the missing file does; corelibs reloads an empty copy itself when the folder changes.
+      // Another process's save can create the file before corelibs loads: the copy counts as the missing file only
+      // if it is empty, as that file reads. A copy loaded from a file created meanwhile is not the file once that
+      // file goes (a later deletion would find memory "as the file"), so it is untrusted, and the next read or edit
+      // reloads. (Recorded as the missing file whatever corelibs loaded, it would never be reloaded in a process
+      // that never observes the suite, and once the file was deleted every read and edit would take the stale copy
+      // for the missing file.)
       TrackedFile.saveSteps.withLock { $0[file.path] }?(.beforeLoadingMissingFile)
-      if corelibs.reloadCopy() { corelibs.record(corelibs.isEmpty ? .absent : .untrusted) }
+      corelibs.record(corelibs.isEmpty ? .absent : .untrusted)
       return nil
     }
     do {
