@@ -232,3 +232,57 @@ import Testing
     #expect(store[key] == 2, "after the save")
   }
 }
+
+/// A plain write (or removal) of a key the library wrote and has not saved, landing at each step of the save, with or
+/// without another process's save of another key just before (the save then works from the file on disk, and
+/// corelibs' file differs from the journal): the plain write is the last of the process, so it is what the store
+/// reads at once and after the saves, and what the file holds.
+@Suite(.linuxOnly) struct PlainWriteAtEachSaveStepTests {
+  static let steps: [TrackedFile.SaveStep] = [
+    .afterCheck, .beforeCorelibsSave, .afterCorelibsSave, .afterReadBack, .beforeFlush,
+  ]
+
+  @Test(arguments: steps, [false, true])
+  func aPlainWriteAtThisStepIsTheLastWrite(_ at: TrackedFile.SaveStep, changedElsewhere: Bool) async throws {
+    for removal in [false, true] {
+      let (store, issues) = makeStore(.suite)
+      let name = try #require(store.suiteName)
+      let path = try #require(store.hub.persistence?.file.path)
+      let key = DefaultsKey<Int>("k", default: -1)
+      store[key] = 0
+      store[DefaultsKey<Int>("other", default: 0)] = 1
+      try store.save()
+      store[key] = 5
+      if changedElsewhere {
+        // Another process's save of another key (an atomic replacement, as the library's saves are).
+        try PropertyListSerialization.data(fromPropertyList: ["k": 0, "other": 2], format: .xml, options: 0)
+          .write(to: URL(fileURLWithPath: path), options: .atomic)
+      }
+      let ran = Recorder<Int>()
+      TrackedFile.saveSteps.withLock { hooks in
+        hooks[path] = { step in
+          guard step == at, ran.count == 0 else { return }
+          ran.append(1)
+          if removal {
+            UserDefaults(suiteName: name)?.removeObject(forKey: "k")
+          } else {
+            UserDefaults(suiteName: name)?.set(2, forKey: "k")
+          }
+        }
+      }
+      defer { _ = TrackedFile.saveSteps.withLock { $0.removeValue(forKey: path) } }
+      try await offThePool { try store.save() }
+      #expect(ran.count == 1, "the save passed \(at)")
+      let expected = removal ? -1 : 2
+      let label = "\(removal ? "removal" : "write") at \(at), changed elsewhere \(changedElsewhere)"
+      #expect(store[key] == expected, "after the save: \(label)")
+      try await offThePool { try store.save() }
+      #expect(store[key] == expected, "after the next save: \(label)")
+      let saved = try #require(suiteFileBytes(name))
+      let domain = try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any]
+      #expect(domain?["k"] as? Int == (removal ? nil : 2), "in the file: \(label) ran \(ran.count)")
+      #expect(issues.values.isEmpty)
+      removeSuiteFile(name)
+    }
+  }
+}
