@@ -217,9 +217,14 @@ import Testing
       }
     }
     defer { _ = TrackedFile.saveSteps.withLock { $0.removeValue(forKey: path) } }
+    // corelibs' saves of the suite by the library (a drop of its copy is one). (Not the file's existence: another
+    // test's `UserDefaults.synchronize()` saves every suite of the process in place, this plain write with it.)
+    let synchronizes = Recorder<Int>()
+    CorelibsDomain.insideSynchronize.withLock { $0[name] = { synchronizes.append(1) } }
+    defer { _ = CorelibsDomain.insideSynchronize.withLock { $0.removeValue(forKey: name) } }
     let store = try #require(await offThePool { DefaultsStore(suiteName: name) })
     #expect(ran.count == 1)
-    #expect(!FileManager.default.fileExists(atPath: path), "the file was written while another held its lock")
+    #expect(synchronizes.count == 0, "corelibs saved the suite while another held its lock")
     close(descriptor)
     held = false
     let key = DefaultsKey<Int>("k", default: -1)
@@ -284,5 +289,50 @@ import Testing
       #expect(issues.values.isEmpty)
       removeSuiteFile(name)
     }
+  }
+}
+
+/// A plain write landing inside the second synchronize of a save (corelibs saves again when another process changed
+/// the file: ``SuiteSave/synchronizesAgain(corelibsSaved:changedElsewhere:stampBeforeSave:stamp:)``), after the first
+/// saved the library's write: the save holds the suite's lock, so no other process's value can be loaded then, and a
+/// changed object is the plain write. It was taken for a load that lost the library's write: reads gave the library's
+/// older value and the save wrote it over the plain one (the checker's plainThreads kind, seed 254698696).
+@Suite(.linuxOnly) struct PlainWriteInsideASecondSynchronizeTests {
+  @Test(arguments: [false, true]) func aPlainWriteInsideTheSecondSynchronizeIsKept(removal: Bool) async throws {
+    let (store, issues) = makeStore(.suite)
+    let name = try #require(store.suiteName)
+    let path = try #require(store.hub.persistence?.file.path)
+    let key = DefaultsKey<Int>("k", default: -1)
+    store[key] = 0
+    store[DefaultsKey<Int>("other", default: 0)] = 1
+    try store.save()
+    store[key] = 5
+    // Another process's save of another key: the save synchronizes twice.
+    try PropertyListSerialization.data(fromPropertyList: ["k": 0, "other": 2], format: .xml, options: 0)
+      .write(to: URL(fileURLWithPath: path), options: .atomic)
+    let calls = Recorder<Int>()
+    CorelibsDomain.insideSynchronize.withLock { hooks in
+      hooks[name] = {
+        calls.append(calls.count)
+        guard calls.count == 2 else { return }
+        if removal {
+          UserDefaults(suiteName: name)?.removeObject(forKey: "k")
+        } else {
+          UserDefaults(suiteName: name)?.set(2, forKey: "k")
+        }
+      }
+    }
+    defer { _ = CorelibsDomain.insideSynchronize.withLock { $0.removeValue(forKey: name) } }
+    try await offThePool { try store.save() }
+    #expect(calls.count >= 2, "the save synchronized \(calls.count) times")
+    let expected = removal ? -1 : 2
+    #expect(store[key] == expected, "after the save")
+    try await offThePool { try store.save() }
+    #expect(store[key] == expected, "after the next save")
+    let saved = try #require(suiteFileBytes(name))
+    let domain = try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any]
+    #expect(domain?["k"] as? Int == (removal ? nil : 2), "in the file")
+    #expect(domain?["other"] as? Int == 2, "another process's save")
+    #expect(issues.values.isEmpty)
   }
 }

@@ -38,6 +38,11 @@ final class WritesInCopy: Sendable {
     /// it: a synchronize keeps such a key's object, so one that changes it is a plain write racing that synchronize
     /// (on another thread: the library's saves run beside the app's writes), not a load from the file.
     var unsavedInCopy = false
+    /// A synchronize of the library's saved the write (corelibs held it as unsaved, and its save succeeded): the file
+    /// holds it. Every synchronize of the library's runs under the suite's lock, so no other process's value of the
+    /// key can be loaded until the save that made it ends and forgets the write: a changed object is a plain write of
+    /// this process (one that landed inside a later synchronize of the same save, as the first of a save's two did).
+    var savedInFile = false
     /// Which write this is (``marks(_:)``).
     var sequence: UInt64 = 0
   }
@@ -91,17 +96,21 @@ final class WritesInCopy: Sendable {
   /// each key's object as the copy holds it now (corelibs loaded those it held no unsaved write of), and whether that
   /// lost the library's write. A key corelibs held as unsaved kept its object through the synchronize: a changed one
   /// was written plainly meanwhile, on another thread (the save of a background save runs beside the app's writes).
+  /// So was one whose write an earlier synchronize saved (``Entry/savedInFile``).
   func afterSynchronize(reading read: (String) -> AnyObject?, saved: Bool) {
     look(reading: read) { entry, now in
       if now !== entry.object {
-        if entry.unsavedInCopy {
+        if entry.unsavedInCopy || entry.savedInFile {
           entry.overtaken = true
         } else if !entry.reloadedAway, now.flatMap(convert) != entry.value {
           entry.reloadedAway = true
           reloadedAwayCount.add(1, ordering: .relaxed)
         }
       }
-      if saved { entry.unsavedInCopy = false }
+      if saved && entry.unsavedInCopy {
+        entry.unsavedInCopy = false
+        entry.savedInFile = true
+      }
       entry.object = now
     }
   }
