@@ -152,8 +152,14 @@ final class SyncEngine: Sendable {
       synchronizeRemote()
       schedule(pull: [])
     case .serverChange:
-      work.withLock { $0.initialSyncRetry = Self.firstInitialSyncRetry }
-      schedule(pull: change.keys.map { keys in Set(keys.map { PropertyListKey($0) }) } ?? [])
+      // After a push the server discarded before the device's first download (`initialSync`), this change may be
+      // that download: every key is looked at again now, not at the next retry (its keys are the account's, which
+      // need not name the discarded one, and the retry may be up to a minute away after a long wait).
+      let discarded = work.withLock { work -> Bool in
+        defer { work.initialSyncRetry = Self.firstInitialSyncRetry }
+        return work.initialSyncRetry != Self.firstInitialSyncRetry
+      }
+      schedule(pull: discarded ? [] : change.keys.map { keys in Set(keys.map { PropertyListKey($0) }) } ?? [])
     }
   }
 
