@@ -336,3 +336,40 @@ import Testing
     #expect(issues.values.isEmpty)
   }
 }
+
+/// A plain removal (or write) of a key the library never wrote, saved by the library's next save of another key when
+/// that save takes its entries from corelibs' copy (memory was loaded from another process's file, not parsed): the
+/// save writes the plain change, so observers, who heard the file's value, hear of it at that save, not only at the
+/// next `refresh()` (the checker's plainThreads kind, seed 211050506: an observer left on a value the file no longer
+/// held once writes stopped).
+@Suite(.linuxOnly) struct PlainChangeSavedFromCorelibsCopyTests {
+  @Test(arguments: [false, true]) func observersHearAPlainChangeTheSaveWrote(removal: Bool) async throws {
+    let name = makeSuiteName()
+    defer { removeSuiteFile(name) }
+    let path = preferencesFolder.appendingPathComponent("\(name).plist").path
+    // Another process's save, before the store opens: corelibs loads it, the library does not parse it.
+    try PropertyListSerialization.data(fromPropertyList: ["k": 1, "other": 1], format: .xml, options: 0)
+      .write(to: URL(fileURLWithPath: path), options: .atomic)
+    let store = try #require(await offThePool { DefaultsStore(suiteName: name) })
+    let issues = Recorder<DefaultsError>()
+    store.issueHandler = { issues.append($0) }
+    let key = DefaultsKey<Int>("k", default: -1)
+    let heard = Recorder<Int>()
+    let token = store.property(key).observe { heard.append($0) }
+    defer { token.cancel() }
+    #expect(heard.values == [1])
+    if removal {
+      UserDefaults(suiteName: name)?.removeObject(forKey: "k")
+    } else {
+      UserDefaults(suiteName: name)?.set(2, forKey: "k")
+    }
+    store[DefaultsKey<Int>("other", default: 0)] = 2
+    try await offThePool { try store.save() }
+    let expected = removal ? -1 : 2
+    let saved = try #require(suiteFileBytes(name))
+    let domain = try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any]
+    #expect(domain?["k"] as? Int == (removal ? nil : 2), "in the file")
+    #expect(await heard.wait(timeout: 10) { $0.last == expected }, "\(heard.values)")
+    #expect(issues.values.isEmpty)
+  }
+}

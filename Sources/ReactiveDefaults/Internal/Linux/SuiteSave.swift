@@ -286,11 +286,14 @@ extension SuiteSave {
   }
 
   /// What the save tells its caller: observers hear of a change made elsewhere, of a removal during the save, of a
-  /// merged file corelibs' copy lacked, and of a change no write of ours explains.
+  /// merged file corelibs' copy lacked, and of a change no write of ours explains. A journal taken from corelibs'
+  /// copy (``Source/corelibs``) may hold plain `UserDefaults` writes of this process that the file lacked, which
+  /// nothing else here would tell apart (the file was loaded, not parsed): observers hear of it too (a re-read of
+  /// the observed keys; the next save works from the file as this one wrote it).
   var outcome: SaveOutcome {
     SaveOutcome(
       issue: check.issue,
       changedElsewhere: check.changedElsewhere || removedElsewhere || copyIsStale || foreignChange
-        || keepsLaterPlainWrites)
+        || keepsLaterPlainWrites || source == .corelibs)
   }
 }
