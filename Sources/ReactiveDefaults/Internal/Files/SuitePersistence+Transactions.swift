@@ -58,8 +58,14 @@ extension SuitePersistence {
     // `UserDefaults` writes of this process (a synchronize saves those).
     if hasPendingWrites {
       try save(into: &findings)
-    } else if !record.saveForeignWrites() {
-      throw .saveFailed(path: file.path, reason: "Foundation could not save its copy of the suite")
+    } else {
+      guard record.saveForeignWrites() else {
+        throw .saveFailed(path: file.path, reason: "Foundation could not save its copy of the suite")
+      }
+      // What corelibs saved there is plain `UserDefaults` writes of this process, which the edit's changes do not
+      // name: observers re-read their keys after the edit (a stamp cannot tell whether it saved any: an in-place
+      // write of the same size in the same tick of the file system's clock keeps it).
+      findings.changedElsewhere = true
     }
     do throws(SaveFailure) {
       if let issue = try record.merge(changes, loadingCopy: loadingCopy) { findings.issues.append(issue) }
