@@ -246,7 +246,8 @@ public final class DefaultsStore: Sendable {
   /// next read otherwise; `refresh()` makes it hold now). Then
   /// the observed keys are re-read and the observers of those that changed are told: this is how a plain
   /// `UserDefaults.set` in this process, which posts nothing on Linux, reaches observers. Keys nobody observes are
-  /// not read.
+  /// not read. A change another thread found first (a save's or the folder watch's re-read) is told by that thread:
+  /// the observer may hear it just after `refresh()` returns, never an older value after it.
   public func refresh() {
     hub.reload()
   }
