@@ -10,6 +10,8 @@
 //                                                 "flushed"
 //   rdefaults-test-helper churn DOMAIN N          fill k0..k<N-1> (once), print "ready", then save changes until
 //                                                 killed (back to back for 30 s, then once a second)
+//   rdefaults-test-helper plainedits DOMAIN N     fill k0..k<N-1> (once), print "ready", then until killed: a plain
+//                                                 `UserDefaults` write, and an edit (which has corelibs save it)
 //   rdefaults-test-helper count DOMAIN            print how many keys the domain has, opened through the library
 //   rdefaults-test-helper count --file PATH       the same for a file store
 //   rdefaults-test-helper fsize DOMAIN            save; on a line of input, fail a save (file size limit); on the
@@ -82,6 +84,30 @@ case (4, "churn"):
     store[DefaultsKey<Int>("round", default: 0)] = round
     store[key(round % count)] = round
     try store.save()
+    if ContinuousClock.now - started > .seconds(30) { usleep(1_000_000) }
+  }
+  exit(0)
+case (4, "plainedits"):
+  // A plain `UserDefaults` write, then an edit, over and over until killed: the edit has corelibs save the plain
+  // write first, in place (the tests kill it at that moment).
+  guard let store = DefaultsStore(suiteName: arguments[2]), let count = Int(arguments[3]),
+    let plain = UserDefaults(suiteName: arguments[2])
+  else { exit(64) }
+  func key(_ index: Int) -> DefaultsKey<Int> { DefaultsKey("k\(index)", default: -1) }
+  let found = store.userDefaults.persistentDomain(forName: arguments[2])?.count ?? 0
+  if store[key(count - 1)] == -1 {
+    for index in 0..<count { store[key(index)] = 0 }
+    try store.save()
+  }
+  say("ready \(found)")
+  // Until killed or orphaned, back to back for 30 s, then once a second (as `churn`).
+  let parent = getppid()
+  let started = ContinuousClock.now
+  var round = 0
+  while getppid() == parent {
+    round += 1
+    plain.set(round, forKey: "plain")
+    try store.edit { $0[DefaultsKey<Int>("round", default: 0)] = round }
     if ContinuousClock.now - started > .seconds(30) { usleep(1_000_000) }
   }
   exit(0)

@@ -66,6 +66,29 @@ private func lockedKeyCount(ofPlistAt path: String) async throws -> Int {
     #expect(try keyCount(ofPlistAt: config + "/big.plist") > count)
   }
 
+  /// A writer that makes plain `UserDefaults` writes in a 20,000-key suite, each followed by an edit, is killed 20
+  /// times at the moment the plist starts changing: the edit's first step, corelibs' save of the plain write, in
+  /// place, under the suite's lock. Every time, the next open through the library finds every key. Without the
+  /// journal kept while corelibs synchronizes outside a save (the file's bytes, put back by the next open), a kill
+  /// there left an empty or cut file: every key lost (the history checker's killed plain writers).
+  @Test func killingAnEditThatSavesPlainWritesLosesNoKey() async throws {
+    let config = makeConfigFolder()
+    let count = 20_000
+    try writeLargeSuite(config + "/big.plist", count: count)
+    for round in 0..<20 {
+      let watch = try #require(ModificationWatch(folder: config, names: ["big.plist"]))
+      let child = try RunningTool(["plainedits", "big", "\(count)"], config: config, tool: "rdefaults-test-helper")
+      #expect(await child.lines.wait { $0.first?.hasPrefix("ready") == true }, "round \(round)")
+      let opened = child.lines.lines.first.flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
+      #expect(opened >= count, "round \(round): the library found \(opened) keys after the previous kill")
+      #expect(try await offThePool { watch.wait(timeout: 30) }, "round \(round): the plist never changed")
+      await child.kill(SIGKILL)
+    }
+    let last = try await runTool(["count", "big"], config: config, tool: "rdefaults-test-helper")
+    #expect(Int(last.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0 >= count)
+    #expect(try keyCount(ofPlistAt: config + "/big.plist") >= count)
+  }
+
   /// A reader process using the library while another saves a 10,000-key suite over and over (corelibs rewrites the
   /// plist in place during each save): every key it reads is there, at every reload. A reader that loaded the file
   /// outside the suite's lock could find it empty or cut, and then every key absent.

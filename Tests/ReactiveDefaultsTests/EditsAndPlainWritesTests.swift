@@ -42,9 +42,14 @@ import Testing
     let finished = Atomic<Bool>(false)
     let lost = Mutex<[Int]>([])
     let unanswered = Atomic<Int>(0)
+    let failures = Mutex<(count: Int, last: String?)>((0, nil))
     await onThreadsOfTheirOwn(2) { index in
       if index == 0 {
-        while !finished.load(ordering: .relaxed) { _ = try? store.property(key).update { $0 += 1 } }
+        while !finished.load(ordering: .relaxed) {
+          do { try store.property(key).update { $0 += 1 } } catch {
+            failures.withLock { $0 = ($0.count + 1, "\(error)") }
+          }
+        }
         return
       }
       defer { finished.store(true, ordering: .relaxed) }
@@ -62,7 +67,11 @@ import Testing
         if now < written { lost.withLock { $0.append(written) } }
       }
     }
-    #expect(unanswered.load(ordering: .relaxed) == 0, "the updater stopped answering")
+    let failed = failures.withLock { $0 }
+    #expect(
+      unanswered.load(ordering: .relaxed) == 0,
+      "the updater stopped answering (\(failed.count) updates failed, the last: \(failed.last ?? "none"))")
+    #expect(failed.count == 0, "\(failed.count) updates failed, the last: \(failed.last ?? "none")")
     let lostWrites = lost.withLock { $0 }
     #expect(
       lostWrites.isEmpty,

@@ -102,7 +102,7 @@ final class MemoryFileSystem: Sendable {
     FileSystem(
       status: { [self] path in status(path) },
       readFile: { [self] path, limit throws(SuiteFileProblem) in try read(path, limit: limit) },
-      createFile: { [self] path, bytes throws(SaveFailure) in try create(path, bytes) },
+      createFile: { [self] path, bytes, _ throws(SaveFailure) in try create(path, bytes) },
       rename: { [self] source, target throws(SaveFailure) in try rename(source, target) },
       remove: { [self] path in remove(path) },
       flushFolder: { [self] folder throws(SaveFailure) in

@@ -20,8 +20,9 @@ protocol FileRecord: TrackedFile {
     -> DefaultsError?
   /// Makes memory the missing file (the folder is gone), when nothing is unsaved; false when it could not.
   func loadMissingFile() -> Bool
-  /// Saves what memory holds that the library did not write (plain `UserDefaults` writes), before a merge.
-  func saveForeignWrites() -> Bool
+  /// Saves what memory holds that the library did not write (plain `UserDefaults` writes), before a merge; false
+  /// when it could not, throws when what guards the file meanwhile could not be written.
+  func saveForeignWrites() throws(SaveFailure) -> Bool
   /// How many distinct keys written since the last save trigger a save at once.
   var unsavedKeysBeforeSave: Int { get }
   /// Whether a reload may read the file without its lock when the lock cannot be taken (a file store in a folder this

@@ -48,8 +48,8 @@ struct FileSystem: Sendable {
   /// keeps it from being read: a link, something other than a regular file, a larger file, the system's error.
   var readFile: @Sendable (_ path: String, _ limit: Int) throws(SuiteFileProblem) -> Data?
   /// Creates `path`, which must not exist (mode 0600, never through a link), holding `bytes`, with a modification
-  /// time to the nanosecond, flushed to disk. On failure no file is left.
-  var createFile: @Sendable (_ path: String, _ bytes: Data) throws(SaveFailure) -> Void
+  /// time to the nanosecond, flushed to disk when `flushing`. On failure no file is left.
+  var createFile: @Sendable (_ path: String, _ bytes: Data, _ flushing: Bool) throws(SaveFailure) -> Void
   /// Renames `source` over `target`, atomically.
   var rename: @Sendable (_ source: String, _ target: String) throws(SaveFailure) -> Void
   /// Removes the file at `path`, if there is one.
@@ -95,7 +95,7 @@ extension FileSystem {
       return FileStatus(info)
     },
     readFile: { path, limit throws(SuiteFileProblem) in try POSIXFiles.read(path, limit: limit) },
-    createFile: { path, bytes throws(SaveFailure) in try POSIXFiles.create(path, bytes) },
+    createFile: { path, bytes, flushing throws(SaveFailure) in try POSIXFiles.create(path, bytes, flushing: flushing) },
     rename: { source, target throws(SaveFailure) in
       guard Foundation.rename(source, target) == 0 else {
         throw SaveFailure(operation: "cannot rename \(source) to \(target)")
@@ -204,7 +204,7 @@ private enum POSIXFiles {
     }
   }
 
-  static func create(_ target: String, _ bytes: Data) throws(SaveFailure) {
+  static func create(_ target: String, _ bytes: Data, flushing: Bool) throws(SaveFailure) {
     let descriptor = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
     guard descriptor >= 0 else { throw SaveFailure(operation: "cannot create \(target)") }
     var failure: SaveFailure?
@@ -226,7 +226,9 @@ private enum POSIXFiles {
     if failure == nil {
       do { try stamp(descriptor, target) } catch { failure = error }
     }
-    if failure == nil && fsync(descriptor) != 0 { failure = SaveFailure(operation: "cannot flush \(target) to disk") }
+    if failure == nil && flushing && fsync(descriptor) != 0 {
+      failure = SaveFailure(operation: "cannot flush \(target) to disk")
+    }
     if close(descriptor) != 0 && failure == nil { failure = SaveFailure(operation: "cannot close \(target)") }
     if let failure {
       unlink(target)

@@ -228,5 +228,5 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
   }
 
   /// Nothing writes memory but the library.
-  func saveForeignWrites() -> Bool { true }
+  func saveForeignWrites() throws(SaveFailure) -> Bool { true }
 }

@@ -55,9 +55,9 @@ extension SuiteFile {
   }
 
   /// Writes `bytes` to a new file at `target` (which must not exist; mode 0600, never through a link), stamped to
-  /// the nanosecond and flushed to disk. A failed write leaves no file behind.
-  func writeNewFile(_ target: String, _ bytes: Data) throws(SaveFailure) {
-    try system.createFile(target, bytes)
+  /// the nanosecond and flushed to disk (unless `flushing` is false). A failed write leaves no file behind.
+  func writeNewFile(_ target: String, _ bytes: Data, flushing: Bool = true) throws(SaveFailure) {
+    try system.createFile(target, bytes, flushing)
   }
 
   /// Replaces `target` with `bytes` atomically: a new file in the same folder, flushed, renamed over it, and the

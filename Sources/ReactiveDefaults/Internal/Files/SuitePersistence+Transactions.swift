@@ -59,7 +59,9 @@ extension SuitePersistence {
     if hasPendingWrites {
       try save(into: &findings)
     } else {
-      guard record.saveForeignWrites() else {
+      let saved: Bool
+      do throws(SaveFailure) { saved = try record.saveForeignWrites() } catch { throw file.failure(error) }
+      guard saved else {
         throw .saveFailed(path: file.path, reason: "Foundation could not save its copy of the suite")
       }
       // What corelibs saved there is plain `UserDefaults` writes of this process, which the edit's changes do not

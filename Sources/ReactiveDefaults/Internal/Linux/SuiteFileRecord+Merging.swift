@@ -20,7 +20,7 @@ extension SuiteFileRecord {
       let (domain, savedStamp) = try commitMerge(changes, into: entriesOnDisk(check))
       // Committed. Until corelibs drops its copy, reads give the values from before, never a mix.
       guard loadingCopy else {
-        guard corelibs.dropCopy() else {
+        guard try journaled(corelibs.dropCopy) else {
           corelibs.record(.untrusted)
           throw SaveFailure("the file was saved, but Foundation's copy of the suite could not be dropped")
         }
@@ -28,7 +28,7 @@ extension SuiteFileRecord {
         return check.issue
       }
       Progress.report(.loading, done: 0, of: 0)
-      guard corelibs.reloadCopy() else {
+      guard try reloadCopy() else {
         corelibs.record(.untrusted)
         throw SaveFailure("the file was saved, but Foundation's copy of the suite could not be reloaded")
       }
@@ -44,8 +44,16 @@ extension SuiteFileRecord {
   func reload(whenIdle: (() -> Bool) -> Bool) throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) {
     try locked { () throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) in
       let check = try check()
-      // corelibs' copy is dropped twice while no write of ours runs (see ``CorelibsDomain/dropCopy()``).
-      guard whenIdle(corelibs.dropCopy) else { return (check.issue, false) }
+      // corelibs' copy is dropped twice while no write of ours runs (see ``CorelibsDomain/dropCopy()``), journaled.
+      var journalFailure: SaveFailure?
+      let dropped = whenIdle {
+        do throws(SaveFailure) { return try journaled(corelibs.dropCopy) } catch {
+          journalFailure = error
+          return false
+        }
+      }
+      if let journalFailure { throw journalFailure }
+      guard dropped else { return (check.issue, false) }
       // Stamped before the load: a writer that takes no lock and changes the file from now on is seen as a change
       // at its event, never taken for the version loaded here.
       let stamp = file.stamp()

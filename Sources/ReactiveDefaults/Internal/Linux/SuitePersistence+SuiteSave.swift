@@ -48,10 +48,14 @@ extension SuitePersistence {
       // Finish, writes running again.
       try suite.flushKeptFile(&save)
       // A stale copy of corelibs' is dropped only when that cannot make it save anything: nothing unsaved, no other
-      // save waiting with keys in its dirty list, and no write of ours meanwhile.
+      // save waiting with keys in its dirty list, and no write of ours meanwhile (a plain `UserDefaults` write of
+      // this process can still land: the file is journaled while corelibs saves it).
       let copyDropped: Bool? =
         save.copyIsStale
-        ? withoutWrites(hooks) { state.withLock { $0.sync.aloneWithNothingUnsaved } && suite.corelibs.dropCopy() }
+        ? withoutWrites(hooks) {
+          // Not dropped when the journal cannot be written: memory then counts as untrusted, reloaded later.
+          state.withLock { $0.sync.aloneWithNothingUnsaved } && (try? suite.journaled(suite.corelibs.dropCopy)) == true
+        }
         : nil
       let outcome = suite.finishSave(save, copyDropped: copyDropped)
       end(&turn)
