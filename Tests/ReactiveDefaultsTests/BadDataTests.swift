@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@testable import ReactiveDefaults
+@_spi(Tools) @testable import ReactiveDefaults
 
 #if canImport(Glibc)
   import Glibc
@@ -307,6 +307,27 @@ private func backups(of path: String) -> [String] {
       #expect(!FileManager.default.fileExists(atPath: path + ".journal"))
       #expect(issues.values.isEmpty, "\(issues.values)")
       token?.cancel()
+    }
+  }
+
+  /// The same with an import (the tool's, with nothing unsaved), whose first step has corelibs save plain writes with
+  /// the file journaled: the killed process's journal is completed first, and the import lands on it. (Before, that
+  /// step found the journal there and failed, until a reload completed it.)
+  @Test func anImportAfterAKilledSaveCompletesItsJournal() async throws {
+    let plist = try PropertyListSerialization.data(fromPropertyList: ["count": 1], format: .xml, options: 0)
+    let journal = try PropertyListSerialization.data(
+      fromPropertyList: ["count": 2, "name": "killed"], format: .xml, options: 0)
+    try await withPreparedSuite({ path in
+      try plist.write(to: URL(fileURLWithPath: path))
+    }) { store, issues, path in
+      #expect(store[.count] == 1)
+      try journal.write(to: URL(fileURLWithPath: path + ".journal"))
+      try store.importEntries(["imported": .integer(3)])
+      #expect(store[.count] == 2)
+      #expect(store[.name] == "killed")
+      #expect(store[DefaultsKey<Int>("imported", default: 0)] == 3)
+      #expect(!FileManager.default.fileExists(atPath: path + ".journal"))
+      #expect(issues.values.isEmpty, "\(issues.values)")
     }
   }
 

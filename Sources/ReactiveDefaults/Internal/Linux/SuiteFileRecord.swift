@@ -62,14 +62,17 @@ final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
   /// (without those plain writes, which were never saved). The journal is not flushed to disk: it guards against the
   /// process's death, as a plain `synchronize()` cannot, not against a power cut in the middle of corelibs' write
   /// (flushed, it would make every reload wait for the disk: ~3 ms here, against ~0.1 ms). With no file, the journal
-  /// is an empty suite. Returns what `synchronize` returns; throws, having run nothing, when the journal cannot be
-  /// written.
+  /// is an empty suite. A journal a killed process left is completed first (an import reaches here before any check).
+  /// Returns what `synchronize` returns; throws, having run nothing, when the journal cannot be written (a full disk,
+  /// a suite name too long for `.journal`: the library's saves of the suite fail so too).
   func journaled(_ synchronize: () -> Bool) throws(SaveFailure) -> Bool {
+    try recoverJournal()
     let bytes: Data
     do {
       bytes = try file.system.readFile(file.path, SuiteFile.maximumSize) ?? SuiteFile.encode([:])
     } catch {
-      // A file the library cannot read holds no settings of its (the check reported it): nothing to keep.
+      // A file the library cannot read (a link, a file past the size limit; the check reported it) holds no settings
+      // of its: nothing to keep, and corelibs synchronizes as it would without the library.
       return synchronize()
     }
     try file.writeNewFile(file.journalPath, bytes, flushing: false)
