@@ -40,9 +40,9 @@ import Testing
     let writes =
       environment["PLAIN_WRITES"].flatMap { Int($0) } ?? (environment["STRESS_OPERATIONS"] == nil ? 1_000 : 300)
     let finished = Atomic<Bool>(false)
-    let lost = Mutex<[Int]>([])
+    let lost = Locked<[Int]>([])
     let unanswered = Atomic<Int>(0)
-    let failures = Mutex<(count: Int, last: String?)>((0, nil))
+    let failures = Locked<(count: Int, last: String?)>((0, nil))
     await onThreadsOfTheirOwn(2) { index in
       if index == 0 {
         while !finished.load(ordering: .relaxed) {

@@ -70,7 +70,7 @@ private let firstLaunch = DefaultsKey<Date>("firstLaunch", default: { Date() })
     let first = store[firstLaunch]
     let second = store[firstLaunch]
     #expect(second >= first)
-    let counter = Mutex(0)
+    let counter = Locked(0)
     let counted = DefaultsKey<Int>(
       "counted",
       default: {

@@ -15,7 +15,7 @@ func makeConfigFolder() -> String {
 }
 
 /// The folders `makeConfigFolder` made in this process.
-private let madeConfigFolders = Mutex<[String]>([])
+private let madeConfigFolders = Locked<[String]>([])
 
 /// Removes the made folders at exit: a run of the suite made about 500, and nothing removed them (a day of runs left
 /// 13,000 in the temporary folder). Every child a test starts has ended by then: the tests wait for them.
@@ -36,7 +36,7 @@ func makeSuiteName(_ label: String) -> String {
 }
 
 /// The suites `makeSuiteName` made in this process.
-private let madeSuites = Mutex<[String]>([])
+private let madeSuites = Locked<[String]>([])
 
 private let removesMadeSuitesAtExit: Void = {
   atexit {
@@ -129,7 +129,7 @@ final class RunningTool: Sendable {
 
 /// Splits bytes into lines, recorded by a ``Recorder`` (a test waits on it, bounded by a timeout).
 final class LineRecorder: Sendable {
-  private let buffer = Mutex(Data())
+  private let buffer = Locked(Data())
   private let recorder = Recorder<String>()
 
   var lines: [String] { recorder.values }

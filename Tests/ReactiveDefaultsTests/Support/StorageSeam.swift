@@ -9,7 +9,7 @@ import TestSupport
 func appleLikeStore(
   onWrite: @escaping @Sendable (DefaultsStore, String) -> Void
 ) -> (DefaultsStore, MemoryStorage) {
-  let box = Mutex<DefaultsStore?>(nil)
+  let box = Locked<DefaultsStore?>(nil)
   let storage = MemoryStorage(
     behavior: .init(
       postsChangesInsideWrites: true,

@@ -21,7 +21,7 @@ func makeSuiteName(_ function: String = #function) -> String {
 }
 
 /// The suites `makeSuiteName` made in this process.
-private let madeSuites = Mutex<[String]>([])
+private let madeSuites = Locked<[String]>([])
 
 /// Removes the made suites at exit, so that `swift test` leaves nothing in the preferences folder: on Linux their
 /// files (`~/.config` unless `XDG_CONFIG_HOME` names another), after the library's pending saves, so that none writes
