@@ -62,9 +62,13 @@ if arguments.count >= 2 && arguments[1] == "device" { runDeviceWorker(Array(argu
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 
 switch (arguments.count, arguments.dropFirst().first) {
-case (4, "churn"):
-  // Saves of a large suite, one after another, until killed: the tests kill it at chosen moments.
-  guard let store = DefaultsStore(suiteName: arguments[2]), let count = Int(arguments[3]) else { exit(64) }
+case (4, "churn"), (4, "plainedits"):
+  // Saves of a large suite until killed: the tests kill it at chosen moments. `churn`: the library's writes and a
+  // save, one after another; `plainedits`: a plain `UserDefaults` write, then an edit, which has corelibs save the
+  // plain write first, in place.
+  guard let store = DefaultsStore(suiteName: arguments[2]), let count = Int(arguments[3]),
+    let plain = UserDefaults(suiteName: arguments[2])
+  else { exit(64) }
   func key(_ index: Int) -> DefaultsKey<Int> { DefaultsKey("k\(index)", default: -1) }
   let found = store.userDefaults.persistentDomain(forName: arguments[2])?.count ?? 0
   if store[key(count - 1)] == -1 {
@@ -81,33 +85,14 @@ case (4, "churn"):
   var round = 0
   while getppid() == parent {
     round += 1
-    store[DefaultsKey<Int>("round", default: 0)] = round
-    store[key(round % count)] = round
-    try store.save()
-    if ContinuousClock.now - started > .seconds(30) { usleep(1_000_000) }
-  }
-  exit(0)
-case (4, "plainedits"):
-  // A plain `UserDefaults` write, then an edit, over and over until killed: the edit has corelibs save the plain
-  // write first, in place (the tests kill it at that moment).
-  guard let store = DefaultsStore(suiteName: arguments[2]), let count = Int(arguments[3]),
-    let plain = UserDefaults(suiteName: arguments[2])
-  else { exit(64) }
-  func key(_ index: Int) -> DefaultsKey<Int> { DefaultsKey("k\(index)", default: -1) }
-  let found = store.userDefaults.persistentDomain(forName: arguments[2])?.count ?? 0
-  if store[key(count - 1)] == -1 {
-    for index in 0..<count { store[key(index)] = 0 }
-    try store.save()
-  }
-  say("ready \(found)")
-  // Until killed or orphaned, back to back for 30 s, then once a second (as `churn`).
-  let parent = getppid()
-  let started = ContinuousClock.now
-  var round = 0
-  while getppid() == parent {
-    round += 1
-    plain.set(round, forKey: "plain")
-    try store.edit { $0[DefaultsKey<Int>("round", default: 0)] = round }
+    if arguments[1] == "churn" {
+      store[DefaultsKey<Int>("round", default: 0)] = round
+      store[key(round % count)] = round
+      try store.save()
+    } else {
+      plain.set(round, forKey: "plain")
+      try store.edit { $0[DefaultsKey<Int>("round", default: 0)] = round }
+    }
     if ContinuousClock.now - started > .seconds(30) { usleep(1_000_000) }
   }
   exit(0)

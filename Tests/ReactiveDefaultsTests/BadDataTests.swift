@@ -291,16 +291,11 @@ private func backups(of path: String) -> [String] {
   /// the edit wrote other keys. (Seen in the history checker, seed 402128: an observer kept the value from before
   /// a killed process's save, which the next edit had recovered.)
   @Test(arguments: [false, true]) func anEditAfterAKilledSaveReadsItsJournal(observed: Bool) async throws {
-    let plist = try PropertyListSerialization.data(fromPropertyList: ["count": 1], format: .xml, options: 0)
-    let journal = try PropertyListSerialization.data(
-      fromPropertyList: ["count": 2, "name": "killed"], format: .xml, options: 0)
-    try await withPreparedSuite({ path in
-      try plist.write(to: URL(fileURLWithPath: path))
-    }) { store, issues, path in
+    try await withAKilledSave { store, issues, leaveJournal, path in
       let names = Recorder<String>()
       let token = observed ? store.property(.name).observe { names.append($0) } : nil
       #expect(store[.count] == 1)
-      try journal.write(to: URL(fileURLWithPath: path + ".journal"))
+      try leaveJournal()
       #expect(try store.property(.count).update { $0 += 10 } == 12)
       #expect(store[.name] == "killed")
       if observed { #expect(await names.wait(timeout: 10) { $0.last == "killed" }, "\(names.values)") }
@@ -314,20 +309,29 @@ private func backups(of path: String) -> [String] {
   /// the file journaled: the killed process's journal is completed first, and the import lands on it. (Before, that
   /// step found the journal there and failed, until a reload completed it.)
   @Test func anImportAfterAKilledSaveCompletesItsJournal() async throws {
-    let plist = try PropertyListSerialization.data(fromPropertyList: ["count": 1], format: .xml, options: 0)
-    let journal = try PropertyListSerialization.data(
-      fromPropertyList: ["count": 2, "name": "killed"], format: .xml, options: 0)
-    try await withPreparedSuite({ path in
-      try plist.write(to: URL(fileURLWithPath: path))
-    }) { store, issues, path in
+    try await withAKilledSave { store, issues, leaveJournal, path in
       #expect(store[.count] == 1)
-      try journal.write(to: URL(fileURLWithPath: path + ".journal"))
+      try leaveJournal()
       try store.importEntries(["imported": .integer(3)])
       #expect(store[.count] == 2)
       #expect(store[.name] == "killed")
       #expect(store[DefaultsKey<Int>("imported", default: 0)] == 3)
       #expect(!FileManager.default.fileExists(atPath: path + ".journal"))
       #expect(issues.values.isEmpty, "\(issues.values)")
+    }
+  }
+
+  /// A suite whose plist holds `count` 1, and what leaves beside it the journal of a save killed before corelibs
+  /// touched the plist (`count` 2, `name` "killed").
+  private func withAKilledSave(
+    _ body: (DefaultsStore, Recorder<DefaultsError>, _ leaveJournal: () throws -> Void, _ path: String) async throws
+      -> Void
+  ) async throws {
+    let plist = try PropertyListSerialization.data(fromPropertyList: ["count": 1], format: .xml, options: 0)
+    let journal = try PropertyListSerialization.data(
+      fromPropertyList: ["count": 2, "name": "killed"], format: .xml, options: 0)
+    try await withPreparedSuite({ try plist.write(to: URL(fileURLWithPath: $0)) }) { store, issues, path in
+      try await body(store, issues, { try journal.write(to: URL(fileURLWithPath: path + ".journal")) }, path)
     }
   }
 
