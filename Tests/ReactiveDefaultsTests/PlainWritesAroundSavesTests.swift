@@ -413,3 +413,73 @@ import Testing
     #expect(issues.values.isEmpty)
   }
 }
+
+/// A write of the library's that corelibs keeps no record of (the value its copy holds already, or the removal of a
+/// key it lacks), then a plain write or removal of the key landing inside the next synchronize (the save's, run on
+/// another thread beside the app's writes): the plain change is the process's last, so it is read and saved. Only a
+/// load of a file holding another value may take the key from the library's write; this is none, whether or not
+/// another process saved the file since corelibs' copy was loaded (the checker's plainThreads kind, seeds 69862830
+/// and 491612528: a removal of an absent key, then a plain write inside another thread's flush, read as absent).
+@Suite(.linuxOnly) struct PlainWriteAfterAWriteCorelibsSkippedTests {
+  enum OtherProcess: Sendable, CaseIterable {
+    case none
+    /// Another process saved another key before the library's write.
+    case savedAnotherKey
+    /// Another process saved the key itself (2) before the library's write.
+    case savedTheKey
+  }
+
+  /// The library's write (nil: a removal) and the plain one; not both removals: a plain removal of an absent key
+  /// changes nothing.
+  static let writes: [(written: Int?, plain: Int?)] = [(1, 3), (1, nil), (nil, 3)]
+
+  @Test(arguments: writes, OtherProcess.allCases)
+  func thePlainChangeInsideTheNextSynchronizeWins(
+    _ writes: (written: Int?, plain: Int?), otherProcess: OtherProcess
+  ) async throws {
+    let (written, plain) = writes
+    let (store, issues) = makeStore(.suite)
+    let name = try #require(store.suiteName)
+    let path = try #require(store.hub.persistence?.file.path)
+    let key = DefaultsKey<Int>("k", default: -1)
+    if let written { store[key] = written } else { store.reset(key) }
+    store[DefaultsKey<Int>("other", default: 0)] = 1
+    try await offThePool { try store.save() }
+    switch otherProcess {
+    case .none: break
+    case .savedAnotherKey, .savedTheKey:
+      // An atomic replacement, as the library's saves are, holding what the file held but for one key.
+      var domain: [String: Any] = ["other": otherProcess == .savedAnotherKey ? 2 : 1]
+      if otherProcess == .savedTheKey {
+        domain["k"] = 2
+      } else if let written {
+        domain["k"] = written
+      }
+      try PropertyListSerialization.data(fromPropertyList: domain, format: .xml, options: 0)
+        .write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+    // The same write again, at once: corelibs' copy (not loaded again when another process saved) holds it already.
+    if let written { store[key] = written } else { store.reset(key) }
+    let ran = Recorder<Int>()
+    CorelibsDomain.insideSynchronize.withLock { hooks in
+      hooks[name] = {
+        guard ran.count == 0 else { return }
+        ran.append(1)
+        if let plain { UserDefaults(suiteName: name)?.set(plain, forKey: "k") } else {
+          UserDefaults(suiteName: name)?.removeObject(forKey: "k")
+        }
+      }
+    }
+    defer { _ = CorelibsDomain.insideSynchronize.withLock { $0.removeValue(forKey: name) } }
+    try await offThePool { try store.save() }
+    #expect(ran.count == 1)
+    let expected = plain ?? -1
+    #expect(store[key] == expected, "after the save")
+    try await offThePool { try store.save() }
+    #expect(store[key] == expected, "after the next save")
+    let saved = suiteFileBytes(name)
+    let domain = try saved.map { try PropertyListSerialization.propertyList(from: $0, format: nil) as? [String: Any] }
+    #expect(domain??["k"] as? Int == plain, "in the file")
+    #expect(issues.values.isEmpty)
+  }
+}

@@ -20,7 +20,7 @@ extension SuiteFileRecord {
       let (domain, savedStamp) = try commitMerge(changes, into: entriesOnDisk(check))
       // Committed. Until corelibs drops its copy, reads give the values from before, never a mix.
       guard loadingCopy else {
-        guard try journaled(corelibs.dropCopy) else {
+        guard try dropCorelibsCopy() else {
           corelibs.record(.untrusted)
           throw SaveFailure("the file was saved, but Foundation's copy of the suite could not be dropped")
         }
@@ -38,16 +38,16 @@ extension SuiteFileRecord {
   }
 
   /// Makes the suite in memory the file as it is now: checks the file, then has `dropCache` drop corelibs' cached
-  /// copy (``CorelibsDomain/dropCopy()``, run by `whenIdle` while no write of ours runs) unless something is unsaved,
+  /// copy (``CorelibsDomain/dropCopy(file:)``, run by `whenIdle` while no write of ours runs) unless something is unsaved,
   /// then loads the file. Returns the problem found and whether the cache was dropped (else the caller saves, which
   /// also reloads).
   func reload(whenIdle: (() -> Bool) -> Bool) throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) {
     try locked { () throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) in
       let check = try check()
-      // corelibs' copy is dropped twice while no write of ours runs (see ``CorelibsDomain/dropCopy()``), journaled.
+      // corelibs' copy is dropped twice while no write of ours runs (see ``CorelibsDomain/dropCopy(file:)``), journaled.
       var journalFailure: SaveFailure?
       let dropped = whenIdle {
-        do throws(SaveFailure) { return try journaled(corelibs.dropCopy) } catch {
+        do throws(SaveFailure) { return try dropCorelibsCopy() } catch {
           journalFailure = error
           return false
         }

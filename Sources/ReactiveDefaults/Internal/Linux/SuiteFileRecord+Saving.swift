@@ -55,7 +55,7 @@ extension SuiteFileRecord {
   /// in-place write may have stopped halfway), or its file is unreadable, the journal replaces it.
   func saveWithCorelibs(_ save: inout SuiteSave) {
     let beforeCorelibsSave = file.stamp()
-    var saved = corelibs.synchronize()
+    var saved = synchronizeCorelibs()
     // corelibs marks the merged views (what `object(forKey:)` reads) stale before it takes the domain's lock to
     // save: a view rebuilt on another thread in between is built from the copy before the save, and outlives it.
     // That copy is the file it was loaded from plus writes of ours; when the file corelibs' save reloaded is
@@ -67,7 +67,7 @@ extension SuiteFileRecord {
       corelibsSaved: saved, changedElsewhere: save.check.changedElsewhere, stampBeforeSave: beforeCorelibsSave,
       stamp: save.stamp)
     {
-      saved = corelibs.synchronize()
+      saved = synchronizeCorelibs()
     }
     save.corelibsSaved = saved
     TrackedFile.saveSteps.withLock { $0[file.path] }?(.afterCorelibsSave)
@@ -188,7 +188,7 @@ extension SuiteFileRecord {
   }
 
   /// corelibs loads the file now, under the lock (it dropped its copy when it had nothing to save, or was told to:
-  /// `copyDropped`), and what its copy is gets recorded. (Not ``CorelibsDomain/reloadCopy()``: a write of ours may
+  /// `copyDropped`), and what its copy is gets recorded. (Not ``CorelibsDomain/reloadCopy(file:)``: a write of ours may
   /// run meanwhile, and its synchronize would then rewrite the file in place with no journal behind it; the drop
   /// happens only when that cannot happen.)
   func finishSave(_ save: SuiteSave, copyDropped: Bool?) -> SaveOutcome {

@@ -46,14 +46,38 @@ final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
   }
 
   func loadMissingFile() -> Bool {
-    corelibs.reloadCopy()
+    corelibs.reloadCopy(file: fileBeforeSynchronize)
   }
 
   func saveForeignWrites() throws(SaveFailure) -> Bool {
-    try journaled(corelibs.synchronize)
+    try journaled { corelibs.synchronize(file: fileBeforeSynchronize) }
   }
 
-  /// Runs `synchronize` (corelibs' synchronize of the suite: a drop of its copy, ``CorelibsDomain/dropCopy()``, or
+  /// corelibs' synchronize of the suite (``CorelibsDomain/synchronize(file:)``), told what the file holds.
+  func synchronizeCorelibs() -> Bool {
+    corelibs.synchronize(file: fileBeforeSynchronize)
+  }
+
+  /// corelibs' copy dropped (``CorelibsDomain/dropCopy(file:)``), told what the file holds, ``journaled(_:)``.
+  func dropCorelibsCopy() throws(SaveFailure) -> Bool {
+    try journaled { corelibs.dropCopy(file: fileBeforeSynchronize) }
+  }
+
+  /// What the file holds as one of corelibs' synchronizes begins (``WritesInCopy/FileBefore``): corelibs' copy is the
+  /// file as it is now (its stamp is the one the copy was recorded loaded at), or the file's entries as this process
+  /// last saved or parsed them at this stamp, or else as read now. Call it holding the suite's lock.
+  func fileBeforeSynchronize() -> WritesInCopy.FileBefore {
+    let stamp = file.stamp()
+    if corelibs.isFile(stamp) { return .copyIsFile }
+    if let known = knownEntries(at: stamp) { return .entries(known) }
+    do throws(SuiteFileProblem) {
+      return .entries(try file.read()?.entries ?? [:])
+    } catch {
+      return .unknown
+    }
+  }
+
+  /// Runs `synchronize` (corelibs' synchronize of the suite: a drop of its copy, ``CorelibsDomain/dropCopy(file:)``, or
   /// a save of what it holds unsaved) with the file as it is now kept as the journal meanwhile; call it holding the
   /// suite's lock, with no journal of a save's there. A drop is a save when corelibs' copy holds plain `UserDefaults`
   /// writes of this process, which another thread can make at any moment (no look beforehand can tell), and corelibs
@@ -80,9 +104,9 @@ final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
     return synchronize()
   }
 
-  /// ``CorelibsDomain/reloadCopy()`` with its drop ``journaled(_:)``.
+  /// ``CorelibsDomain/reloadCopy(file:)`` with its drop ``journaled(_:)``.
   func reloadCopy() throws(SaveFailure) -> Bool {
-    guard try journaled(corelibs.dropCopy) else { return false }
+    guard try dropCorelibsCopy() else { return false }
     corelibs.load()
     return true
   }
@@ -96,7 +120,7 @@ final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
   }
 
   /// The first look at the file, before corelibs reads it: completes a journal a crash left, checks the file, and
-  /// makes corelibs' copy the file (``CorelibsDomain/reloadCopy()``: corelibs may hold an older copy from an earlier
+  /// makes corelibs' copy the file (``CorelibsDomain/reloadCopy(file:)``: corelibs may hold an older copy from an earlier
   /// store of the suite, or from a plain `UserDefaults`), holding the suite's lock. An XML file whose frame is whole
   /// is not parsed here (``SuiteFile/glance()``): parsing 10,000 keys cost more than opening the suite otherwise, and
   /// corelibs, which parses it next, refuses bad XML without harm. If corelibs reloaded its copy and the copy lacks

@@ -54,7 +54,7 @@ extension SuitePersistence {
         save.copyIsStale
         ? withoutWrites(hooks) {
           // Not dropped when the journal cannot be written: memory then counts as untrusted, reloaded later.
-          state.withLock { $0.sync.aloneWithNothingUnsaved } && (try? suite.journaled(suite.corelibs.dropCopy)) == true
+          state.withLock { $0.sync.aloneWithNothingUnsaved } && (try? suite.dropCorelibsCopy()) == true
         }
         : nil
       let outcome = suite.finishSave(save, copyDropped: copyDropped)

@@ -9,7 +9,7 @@ import Synchronization
 /// corelibs loads a domain's file once and serves every read from that copy until it is told to drop it
 /// (`CFPreferencesSynchronize` with nothing unsaved), so the rule "memory is the file at stamp S, or known not to be"
 /// holds only if every drop and load goes through here and records what it made the copy (``memory``): a suite's
-/// record calls ``reloadCopy()`` or ``load()`` holding the suite's lock, then records the stamp it took before.
+/// record calls ``reloadCopy(file:)`` or ``load()`` holding the suite's lock, then records the stamp it took before.
 final class CorelibsDomain: Sendable {
   /// The suite's name: the domain's, or the application's own for the standard domain.
   let name: String
@@ -85,18 +85,22 @@ final class CorelibsDomain: Sendable {
   /// (A failed save leaves corelibs' dirty list as it was, so trying again is safe.)
   ///
   /// Each save is bracketed by looks at the keys the library wrote and has not saved (``WritesInCopy``), which tell a
-  /// plain `UserDefaults` write of this process from a key corelibs loaded again.
+  /// plain `UserDefaults` write of this process from a key corelibs loaded again. `file` says what the file holds
+  /// now, asked only when a write of the library's is one corelibs keeps no record of (the suite's record passes it,
+  /// holding the suite's lock: ``SuiteFileRecord/fileBeforeSynchronize()``; unknown, a changed value counts as
+  /// loaded).
   ///
   /// On Apple platforms: has the preferences daemon store what this process wrote to the domain
   /// (``ApplePreferences/synchronize(_:)``).
-  func synchronize() -> Bool {
+  func synchronize(file: () -> WritesInCopy.FileBefore = { .unknown }) -> Bool {
     #if os(Linux)
       writes.beforeSynchronize(reading: object(forKey:))
+      let before = writes.hasWritesCorelibsSkipped ? file() : .unknown
       Self.insideSynchronize.withLock { $0[name] }?()
       let saved =
         CorelibsPreferences.synchronize(domain: preferencesName)
         || CorelibsPreferences.synchronize(domain: preferencesName)
-      writes.afterSynchronize(reading: object(forKey:), saved: saved)
+      writes.afterSynchronize(reading: object(forKey:), saved: saved, file: before)
       return saved
     #elseif canImport(Darwin)
       return ApplePreferences.synchronize(preferencesName)
@@ -117,8 +121,8 @@ final class CorelibsDomain: Sendable {
   /// drops the domain's copy: a read on another thread in between rebuilds a view from the old copy, and that view
   /// then outlives the reload, until the next change. So the drop runs twice: a view built in the first one's window
   /// is marked stale by the second, and one built in the second's is built from a copy loaded from the file.
-  func dropCopy() -> Bool {
-    synchronize() && synchronize()
+  func dropCopy(file: () -> WritesInCopy.FileBefore) -> Bool {
+    synchronize(file: file) && synchronize(file: file)
   }
 
   /// Has corelibs read the file now rather than at the next read (call it holding the suite's lock: no process using
@@ -130,12 +134,12 @@ final class CorelibsDomain: Sendable {
     #endif
   }
 
-  /// Makes the copy the file as it is now, and every merged view of it too: ``dropCopy()``, then ``load()`` (call it
+  /// Makes the copy the file as it is now, and every merged view of it too: ``dropCopy(file:)``, then ``load()`` (call it
   /// holding the suite's lock, with nothing unsaved in corelibs: else corelibs saves it first). Returns false when
   /// corelibs could not save what it held. The caller records what the copy is.
   @discardableResult
-  func reloadCopy() -> Bool {
-    guard dropCopy() else { return false }
+  func reloadCopy(file: () -> WritesInCopy.FileBefore) -> Bool {
+    guard dropCopy(file: file) else { return false }
     load()
     return true
   }

@@ -11,7 +11,7 @@ import Synchronization
 /// The one other thing that replaces an object is corelibs loading its copy again (a synchronize), which it does only
 /// for keys it holds no unsaved write of: a synchronize keeps each key on its dirty list with the very object the
 /// copy held, saves it and empties the list; a later one loads every other key from the file. So each synchronize of
-/// the library's is bracketed (``CorelibsDomain/synchronize()``): before it, a key whose object changed since it was
+/// the library's is bracketed (``CorelibsDomain/synchronize(file:)``): before it, a key whose object changed since it was
 /// last looked at was written plainly (no load of the library's came in between); after it, each key's object is
 /// looked at again. (The library's own synchronizes and its writes never overlap: both hold the suite's write gates.
 /// A `UserDefaults.synchronize()` of the app's that loads the copy again between the library's write and its save
@@ -21,7 +21,10 @@ import Synchronization
 /// it lacked: it keeps no unsaved record of either) is lost from the copy when a synchronize loads the key from a
 /// file holding another value (another process's save, made before the copy was loaded again). Such a key is marked
 /// ``Entry/reloadedAway``, and reads of it give the library's write (``reloadedValue(forKey:reading:)``) until the
-/// save writes it, or a plain write of this process replaces the object again.
+/// save writes it, or a plain write of this process replaces the object again. A plain write of the key can land in
+/// the same synchronize (run on another thread: a background save, another thread's flush), so a changed object is
+/// taken for a load only if the file the synchronize loads holds its value (``FileBefore``): corelibs' copy was the
+/// file as it is, so no load could change the key, or the file holds the value the copy has now.
 final class WritesInCopy: Sendable {
   /// One key's last write of the library's, as the copy held it when last looked at.
   private struct Entry: @unchecked Sendable {  // `object` is only compared by identity, never used or mutated
@@ -84,10 +87,31 @@ final class WritesInCopy: Sendable {
     return .some(entry.value)
   }
 
+  /// What the file held as a synchronize began, which corelibs' load of the file (in the synchronize, or at the
+  /// first read after it) reads: the synchronize holds the suite's lock, so no process using the library changes the
+  /// file until the load.
+  enum FileBefore {
+    /// corelibs' copy was the file as it is: every key it holds no unsaved write of held the file's value, and a load
+    /// changes none of them.
+    case copyIsFile
+    /// The file's keys and values (none: no file).
+    case entries([PropertyListKey: PropertyListValue])
+    /// Not known (the file could not be read): a changed value counts as loaded.
+    case unknown
+  }
+
+  /// Whether some write is one corelibs keeps no record of, whose object only a load or a plain write can change
+  /// (a synchronize then needs ``FileBefore`` to tell the two apart).
+  var hasWritesCorelibsSkipped: Bool {
+    entries.withLock { entries in
+      entries.values.contains { !$0.overtaken && !$0.reloadedAway && !$0.unsavedInCopy && !$0.savedInFile }
+    }
+  }
+
   /// Before a synchronize of the library's: the keys whose object changed since they were looked at were written
   /// plainly. `read` reads the copy's object for a key.
   func beforeSynchronize(reading read: (String) -> AnyObject?) {
-    look(reading: read) { entry, now in
+    look(reading: read) { _, entry, now in
       if now !== entry.object { entry.overtaken = true }
     }
   }
@@ -96,15 +120,21 @@ final class WritesInCopy: Sendable {
   /// each key's object as the copy holds it now (corelibs loaded those it held no unsaved write of), and whether that
   /// lost the library's write. A key corelibs held as unsaved kept its object through the synchronize: a changed one
   /// was written plainly meanwhile, on another thread (the save of a background save runs beside the app's writes).
-  /// So was one whose write an earlier synchronize saved (``Entry/savedInFile``).
-  func afterSynchronize(reading read: (String) -> AnyObject?, saved: Bool) {
-    look(reading: read) { entry, now in
+  /// So was one whose write an earlier synchronize saved (``Entry/savedInFile``). Of the others, one whose value
+  /// changed was loaded from the file only if the file held that value (`file`); else it was written plainly.
+  func afterSynchronize(reading read: (String) -> AnyObject?, saved: Bool, file: FileBefore) {
+    look(reading: read) { key, entry, now in
       if now !== entry.object {
         if entry.unsavedInCopy || entry.savedInFile {
           entry.overtaken = true
-        } else if !entry.reloadedAway, now.flatMap(convert) != entry.value {
-          entry.reloadedAway = true
-          reloadedAwayCount.add(1, ordering: .relaxed)
+        } else if !entry.reloadedAway, case let value = now.flatMap(convert), value != entry.value {
+          switch file {
+          case .copyIsFile: entry.overtaken = true
+          case .entries(let entries) where entries[key] != value: entry.overtaken = true
+          case .entries, .unknown:
+            entry.reloadedAway = true
+            reloadedAwayCount.add(1, ordering: .relaxed)
+          }
         }
       }
       if saved && entry.unsavedInCopy {
@@ -115,7 +145,9 @@ final class WritesInCopy: Sendable {
     }
   }
 
-  private func look(reading read: (String) -> AnyObject?, _ update: (inout Entry, AnyObject?) -> Void) {
+  private func look(
+    reading read: (String) -> AnyObject?, _ update: (PropertyListKey, inout Entry, AnyObject?) -> Void
+  ) {
     let taken = entries.withLock { $0 }
     guard !taken.isEmpty else { return }
     var seen: [PropertyListKey: AnyObject?] = [:]
@@ -124,7 +156,7 @@ final class WritesInCopy: Sendable {
       for (key, now) in seen {
         // Unless written again meanwhile (not by the library, whose writes wait: a removal of the key by `forget`).
         guard var entry = entries[key], entry.object === taken[key]?.object, !entry.overtaken else { continue }
-        update(&entry, now)
+        update(key, &entry, now)
         entries[key] = entry
       }
     }
