@@ -483,3 +483,50 @@ import Testing
     #expect(issues.values.isEmpty)
   }
 }
+
+/// An edit that starts while memory is not the file, with a write of ours unsaved, saves first; when that save drops
+/// corelibs' stale copy (the file holds a key corelibs' copy lacked) and a plain write of this process lands just
+/// before the drop, the drop saves that plain write in place. The edit then runs on the file as it is: it used to
+/// throw "Foundation's copy of the suite could not be reloaded from the file", because the save recorded corelibs'
+/// copy as the file it had committed, not the file the drop rewrote (the checker's updateMix kind, seed 311801483,
+/// and plainThreads, seed 69866060).
+@Suite(.linuxOnly) struct EditAfterASaveThatDroppedAStaleCopyTests {
+  @Test func theEditRunsOnTheFileThePlainWriteChanged() async throws {
+    let (store, issues) = makeStore(.suite)
+    let name = try #require(store.suiteName)
+    let path = try #require(store.hub.persistence?.file.path)
+    let key = DefaultsKey<Int>("k", default: -1)
+    let other = DefaultsKey<Int>("other", default: 0)
+    store[other] = 1
+    try await offThePool { try store.save() }
+    // Another process saves k: corelibs' copy, not loaded again yet, lacks it.
+    try PropertyListSerialization.data(fromPropertyList: ["k": 2, "other": 1], format: .xml, options: 0)
+      .write(to: URL(fileURLWithPath: path), options: .atomic)
+    // The library removes k, which corelibs' copy lacks (corelibs keeps no record of it): the save's merge holds
+    // what corelibs' copy lacks, so the save drops that copy.
+    store.reset(key)
+    let committed = Recorder<Int>()
+    TrackedFile.saveSteps.withLock { hooks in
+      hooks[path] = { step in if case .afterReadBack = step { committed.append(1) } }
+    }
+    defer { _ = TrackedFile.saveSteps.withLock { $0.removeValue(forKey: path) } }
+    let ran = Recorder<Int>()
+    CorelibsDomain.insideSynchronize.withLock { hooks in
+      hooks[name] = {
+        guard committed.count > 0, ran.count == 0 else { return }
+        ran.append(1)
+        UserDefaults(suiteName: name)?.set(3, forKey: "k")
+      }
+    }
+    defer { _ = CorelibsDomain.insideSynchronize.withLock { $0.removeValue(forKey: name) } }
+    try await offThePool { try store.edit { tx in tx[other] = 4 } }
+    #expect(ran.count == 1, "the plain write landed in the drop")
+    #expect(store[key] == 3)
+    #expect(store[other] == 4)
+    let saved = try #require(suiteFileBytes(name))
+    let domain = try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any]
+    #expect(domain?["k"] as? Int == 3, "in the file")
+    #expect(domain?["other"] as? Int == 4, "in the file")
+    #expect(issues.values.isEmpty)
+  }
+}

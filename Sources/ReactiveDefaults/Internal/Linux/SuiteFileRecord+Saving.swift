@@ -191,9 +191,18 @@ extension SuiteFileRecord {
   /// `copyDropped`), and what its copy is gets recorded. (Not ``CorelibsDomain/reloadCopy(file:)``: a write of ours may
   /// run meanwhile, and its synchronize would then rewrite the file in place with no journal behind it; the drop
   /// happens only when that cannot happen.)
+  ///
+  /// A drop of a stale copy saves in place the plain `UserDefaults` writes of this process the copy held (one can
+  /// land at any moment): the file is then no longer the one the save left, and the copy is recorded as the file
+  /// the drop left, stamped before the load. (Recorded as the committed file, the copy counted as not the file, and
+  /// an edit whose first step was this save found it so after its reload, and failed: the checker's updateMix kind.)
   func finishSave(_ save: SuiteSave, copyDropped: Bool?) -> SaveOutcome {
+    let stampAfterDrop = copyDropped == true ? file.stamp() : nil
     corelibs.load()
     switch save.memoryAfterSave(copyDropped: copyDropped) {
+    case .synced(let stamp, _) where copyDropped == true && stampAfterDrop != stamp:
+      markSynced(at: stampAfterDrop)
+      noteLoaded(at: stampAfterDrop)
     case .synced(let stamp, let entries): markSynced(at: stamp, entries: entries)
     case .untrusted: corelibs.record(.untrusted)
     }
