@@ -14,7 +14,9 @@ public import Foundation
 /// Files the folder's readers skip: names that do not end in `.plist` (the saves' `.lock` and `.journal` files, which
 /// the file-sync tool may ignore), hidden files, and a file that is not a property list (a device's file is read
 /// again when it changes). A conflict copy that some tool made anyway is read as one more device's file: the stamps
-/// decide, so it does no harm.
+/// decide, so it does no harm. An entry whose stamp no honest clock makes (a counter near `Int64.max`, a time more
+/// than a day ahead of this machine's clock) is skipped, so that it can hide no other device's entry of its key; the
+/// sync reports it (``DefaultsError/syncRefused(key:reason:)``).
 public final class SyncedFolder: DefaultsRemote {
   /// The folder.
   public let folder: URL
@@ -22,10 +24,22 @@ public final class SyncedFolder: DefaultsRemote {
   /// Each device's file store, opened at its first start (a folder may serve several stores in one process, each its
   /// own device).
   private let files = Locked<[String: DefaultsStore]>([:])
+  /// The entries the last ``entries()`` skipped, by key (the greatest stamp of each), for the sync to report.
+  private let skipped = Locked<[PropertyListKey: SyncRefusal]>([:])
+  /// The wall clock the stamps are judged by (tests set it, as they set the sync's).
+  let now: @Sendable () -> Int64
+
+  /// A remote in `folder` whose entries are judged by the wall clock `now`, in milliseconds since 1970 (the device
+  /// checker's devices, whose clocks are skewed: the sync's `now`).
+  @_spi(Tools) public init(_ folder: URL, now: @escaping @Sendable () -> Int64) {
+    self.folder = folder.standardizedFileURL
+    self.now = now
+  }
 
   /// A remote in `folder` (made when the sync starts, if missing).
   public init(_ folder: URL) {
     self.folder = folder.standardizedFileURL
+    now = SyncClock.now
   }
 
   /// A folder has no limits.
@@ -73,22 +87,34 @@ public final class SyncedFolder: DefaultsRemote {
     folder.appendingPathComponent(device + ".plist")
   }
 
-  /// For each key, the entry with the greatest stamp among every device's file.
+  /// For each key, the entry with the greatest stamp among every device's file, of those an honest clock could have
+  /// stamped (``SyncStamp/dishonesty(now:)``).
   public func entries() -> [String: PropertyListValue] {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+    let now = now()
     var newest: [PropertyListKey: (entry: SyncEntry, stored: PropertyListValue)] = [:]
+    var refused: [PropertyListKey: (stamp: SyncStamp, refusal: SyncRefusal)] = [:]
     for name in names.sorted() where Self.isDeviceFile(name) {
       // Every save of a device's file is a rename: a read without its lock sees one whole version.
       let file = SuiteFile(folder: folder.path, fileName: name, system: .posix)
       guard let entries = (try? file.settledRead())??.entries else { continue }
       for (key, stored) in entries {
         guard let entry = SyncEntry(stored) else { continue }
+        if let reason = entry.stamp.dishonesty(now: now) {
+          if let known = refused[key], known.stamp >= entry.stamp { continue }
+          refused[key] = (entry.stamp, SyncRefusal(key: key, device: entry.stamp.device, reason: reason))
+          continue
+        }
         if let known = newest[key], known.entry.stamp >= entry.stamp { continue }
         newest[key] = (entry, stored)
       }
     }
+    skipped.withLock { $0 = refused.mapValues(\.refusal) }
     return Dictionary(uniqueKeysWithValues: newest.map { ($0.key.string, $0.value.stored) })
   }
+
+  /// The entries the last ``entries()`` skipped, by key.
+  var refusals: [PropertyListKey: SyncRefusal] { skipped.withLock { $0 } }
 
   /// Writes the entries into this device's file, in one atomic save.
   public func store(_ entries: [String: PropertyListValue], from device: String) throws(DefaultsError) {

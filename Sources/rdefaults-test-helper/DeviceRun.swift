@@ -60,8 +60,6 @@ final class DeviceRun {
 
   private static func key(_ index: Int) -> DefaultsKey<Int?> { DefaultsKey(DevicePlan.keys[index]) }
 
-  private var remote: SyncedFolder? { folder.map { SyncedFolder($0) } }
-
   func run() -> DeviceHistory {
     defer { if let folder { try? FileManager.default.removeItem(at: folder) } }
     for device in 0..<plan.devices where plan.startsJoined[device] { join(device) }
@@ -102,9 +100,10 @@ final class DeviceRun {
     guard let device = devices[index] else { return }
     let skew = plan.skews[index]
     let time = time
-    let remote: any DefaultsRemote = self.remote ?? device.connection
-    devices[index]?.sync = device.store.sync(
-      DevicePlan.keys, with: remote, now: { time.withLock { $0 } + skew }, coalescing: .zero)
+    let now: @Sendable () -> Int64 = { time.withLock { $0 } + skew }
+    // A folder judges the stamps it reads by the device's clock, as the sync does.
+    let remote: any DefaultsRemote = folder.map { SyncedFolder($0, now: now) } ?? device.connection
+    devices[index]?.sync = device.store.sync(DevicePlan.keys, with: remote, now: now, coalescing: .zero)
   }
 
   /// The device's clock now.

@@ -46,9 +46,10 @@ func runDeviceWorker(_ arguments: [String]) -> Never {
   let time = Guarded(start)
   var sync: DefaultsSync?
   func startSync() {
+    let now: @Sendable () -> Int64 = { time.withLock { $0 } + skew }
+    // The folder judges the stamps it reads by the device's clock, as the sync does.
     sync = store.sync(
-      DevicePlan.keys, with: SyncedFolder(URL(fileURLWithPath: arguments[0])),
-      now: { time.withLock { $0 } + skew }, coalescing: .zero)
+      DevicePlan.keys, with: SyncedFolder(URL(fileURLWithPath: arguments[0]), now: now), now: now, coalescing: .zero)
   }
   func describe(_ value: Int?) -> String { value.map(String.init) ?? "nil" }
   while let line = readLine() {

@@ -465,7 +465,9 @@ import Testing
       hooks[name] = {
         guard ran.count == 0 else { return }
         ran.append(1)
-        if let plain { UserDefaults(suiteName: name)?.set(plain, forKey: "k") } else {
+        if let plain {
+          UserDefaults(suiteName: name)?.set(plain, forKey: "k")
+        } else {
           UserDefaults(suiteName: name)?.removeObject(forKey: "k")
         }
       }

@@ -15,6 +15,10 @@ struct SyncDecision {
   /// Pulled values to write to the store.
   var writes: [(key: String, write: StorageWrite)] = []
   var pushes: [PropertyListKey: SyncEntry] = [:]
+  /// Remote entries refused: their stamps no honest clock makes (``SyncStamp/dishonesty(now:)``). Each key of them
+  /// was looked at as if the remote had not been read: a local write is stamped and pushed, nothing is pulled, and
+  /// the clock never sees the stamp.
+  var refusals: [PropertyListKey: SyncRefusal] = [:]
 
   /// Stamps the batch's local writes at `time` and applies the winning remote entries to `state`.
   init(
@@ -22,6 +26,7 @@ struct SyncDecision {
     remoteEntries: [String: PropertyListValue]?, time: Int64
   ) {
     self.state = state
+    self.state.repair(now: time)
     if batch.accountChanged {
       self.state.resetForNewAccount(current: Dictionary(uniqueKeysWithValues: batch.keys.map { ($0, own[$0]) }))
     }
@@ -31,9 +36,27 @@ struct SyncDecision {
     }
     for key in withRemote {
       let entry = remoteEntries?[key.string].flatMap(SyncEntry.init)
+      if let entry, let reason = entry.stamp.dishonesty(now: time) {
+        refusals[key] = SyncRefusal(key: key, device: entry.stamp.device, reason: reason)
+        let outcome = self.state.reconcile(key, current: own[key], remote: nil, remoteKnown: false, now: time)
+        if let push = outcome.push { pushes[key] = push }
+        continue
+      }
       let outcome = self.state.reconcile(key, current: own[key], remote: entry, remoteKnown: true, now: time)
       if let write = outcome.write { writes.append((key.string, write.map(StorageWrite.set) ?? .remove)) }
       if let push = outcome.push { pushes[key] = push }
     }
+  }
+}
+
+/// A remote entry the sync refused, and why.
+struct SyncRefusal: Hashable, Sendable {
+  var key: PropertyListKey
+  /// The device the entry names as its writer.
+  var device: String
+  var reason: String
+
+  var problem: DefaultsError {
+    .syncRefused(key: key.string, reason: "the entry of device \(device) is refused: \(reason)")
   }
 }

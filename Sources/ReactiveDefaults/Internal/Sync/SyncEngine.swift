@@ -29,6 +29,9 @@ final class SyncEngine: Sendable {
     var idleWaiters: [@Sendable () -> Void] = []
     /// Milliseconds before every key is looked at again after a push discarded before the first download.
     var initialSyncRetry = SyncEngine.firstInitialSyncRetry
+    /// The refused entries reported so far, by device and key: each is reported once, while the status shows a
+    /// refusal at every run that meets one.
+    var reportedRefusals: Set<[String]> = []
   }
 
   /// Tests: called inside a run's edit right after it looked at the store (a write there races the pulled values).
@@ -231,8 +234,13 @@ final class SyncEngine: Sendable {
     do {
       let remoteEntries = batch.pull == nil ? nil : remote.entries()
       let looked = batch.pull.map { pull in pull.isEmpty ? batch.keys : batch.keys.filter(pull.contains) } ?? []
-      let pushes = try decide(batch, withRemote: looked, remoteEntries: remoteEntries)
+      var (pushes, refusals) = try decide(batch, withRemote: looked, remoteEntries: remoteEntries)
+      // A synced folder skips such entries itself, so that they hide no other device's.
+      if remoteEntries != nil, let folder = remote as? SyncedFolder {
+        for (key, refusal) in folder.refusals where looked.contains(key) { refusals[key] = refusals[key] ?? refusal }
+      }
       problem = try push(pushes, remoteEntries: remoteEntries)
+      problem = problem ?? refused(refusals.values.sorted { $0.key < $1.key })
     } catch {
       let failure = error as? DefaultsError ?? .syncFailed(reason: "\(error)")
       report(failure)
@@ -245,19 +253,20 @@ final class SyncEngine: Sendable {
   /// returns what to push. A batch that, on the values this process sees, would change nothing takes no edit: a
   /// remote change this device already holds, a write already stamped (the writing thread then never waits for the
   /// sync's edit).
+  /// Also returns the remote entries refused (``SyncDecision/refusals``).
   private func decide(
     _ batch: SyncBatch, withRemote: [PropertyListKey], remoteEntries: [String: PropertyListValue]?
-  ) throws -> [PropertyListKey: SyncEntry] {
+  ) throws -> (pushes: [PropertyListKey: SyncEntry], refusals: [PropertyListKey: SyncRefusal]) {
     let seen = SyncState(store.hub.storage.value(forKey: DefaultsSync.stateKey))
     if let seen, !batch.accountChanged {
       let dry = SyncDecision(
         batch, state: seen, own: store.hub.storage.snapshot(), withRemote: withRemote, remoteEntries: remoteEntries,
         time: now())
-      if dry.state == seen && dry.writes.isEmpty && dry.pushes.isEmpty { return [:] }
+      if dry.state == seen && dry.writes.isEmpty && dry.pushes.isEmpty { return ([:], dry.refusals) }
     }
     // A write of this process made while the edit runs waits for it (``ChangeHub/edit(_:)``): it lands after the pulled
     // values, is heard as a change of the key, and is stamped and pushed by the next run.
-    return try store.edit { tx -> [PropertyListKey: SyncEntry] in
+    return try store.edit { tx in
       let before = SyncState(tx.stored(forName: DefaultsSync.stateKey)) ?? SyncState(device: device)
       let looked = store.hub.storage.snapshot()
       Self.editLooked.withLock { $0 }?(store)
@@ -265,8 +274,18 @@ final class SyncEngine: Sendable {
         batch, state: before, own: looked, withRemote: withRemote, remoteEntries: remoteEntries, time: self.now())
       for write in decided.writes { tx.record(write.write, forName: write.key) }
       if decided.state != before { tx.record(.set(decided.state.propertyListValue), forName: DefaultsSync.stateKey) }
-      return decided.pushes
+      return (decided.pushes, decided.refusals)
     }
+  }
+
+  /// Reports each refusal not reported before (once per device and key); returns the first refusal's problem, for
+  /// the status, or nil when there is none.
+  private func refused(_ refusals: [SyncRefusal]) -> DefaultsError? {
+    let new = work.withLock { work in
+      refusals.filter { work.reportedRefusals.insert([$0.device, $0.key.string]).inserted }
+    }
+    for refusal in new { report(refusal.problem) }
+    return refusals.first?.problem
   }
 
   /// Pushes what fits the remote's limits (the rest is refused and reported), then records what the remote took.

@@ -29,6 +29,29 @@ struct SyncStamp: Hashable, Comparable, Sendable, CustomStringConvertible {
   }
 
   var description: String { "\(wall).\(counter)@\(device)" }
+
+  /// The furthest an honest device's clock runs ahead of this device's: a day, in milliseconds. (Clocks of devices
+  /// that sync run within seconds of each other; hours apart is a wrong time zone or a dead clock battery.)
+  static let maximumLead: Int64 = 86_400_000
+  /// The greatest counter an honest clock makes: 2^32 writes stamped within one millisecond of wall time, or after
+  /// seeing a stamp at most ``maximumLead`` ahead (a device writing once a microsecond for a day makes 2^36; one that
+  /// syncs settings makes a few thousand).
+  static let maximumCounter: Int64 = 1 << 32
+
+  /// Why this stamp, from another device, could not have come from an honest clock read at `now` (this device's
+  /// wall time, milliseconds since 1970); nil when it could. A stamp that could not is never taken in: fed to this
+  /// device's clock it would make every later write of this device lose to it, and a counter near `Int64.max`
+  /// would leave the clock no room to count.
+  func dishonesty(now: Int64) -> String? {
+    if counter < 0 || counter > Self.maximumCounter {
+      return "its stamp's counter \(counter) is beyond what a clock makes (0 to \(Self.maximumCounter))"
+    }
+    let (latest, overflow) = now.addingReportingOverflow(Self.maximumLead)
+    if !overflow, wall > latest {
+      return "its stamp (\(wall) ms since 1970) is more than a day ahead of this device's clock (\(now))"
+    }
+    return nil
+  }
 }
 
 /// A device's hybrid logical clock: the greatest wall time and counter it has stamped or seen.
@@ -36,15 +59,27 @@ struct SyncClock: Equatable, Sendable {
   var wall: Int64 = 0
   var counter: Int64 = 0
 
-  /// A stamp for a write made now, above every stamp this clock stamped or saw.
+  /// A stamp for a write made now, above every stamp this clock stamped or saw. Never traps: a counter at its end
+  /// (which only a stamp the clock should have refused can bring: ``SyncStamp/dishonesty(now:)``) moves the wall
+  /// time on by a millisecond instead, which still stamps above; at the end of both, the stamp is the clock's last.
   mutating func tick(now: Int64, device: String) -> SyncStamp {
     if now > wall {
       wall = now
       counter = 0
-    } else {
+    } else if counter < Int64.max {
       counter += 1
+    } else if wall < Int64.max {
+      wall += 1
+      counter = 0
     }
     return SyncStamp(wall: wall, counter: counter, device: device)
+  }
+
+  /// Whether the clock could have been made by an honest clock read at `now` from the stamps it saw
+  /// (``SyncStamp/dishonesty(now:)``; its own writes may count once more as far): one saved before stamps from
+  /// outside were bounded may hold a poisoned time.
+  func isHonest(now: Int64) -> Bool {
+    SyncStamp(wall: wall, counter: counter / 2, device: "").dishonesty(now: now) == nil
   }
 
   /// Takes in a stamp from elsewhere: the next ``tick(now:device:)`` stamps above it.

@@ -75,6 +75,21 @@ struct SyncState: Equatable, Sendable {
     return outcome
   }
 
+  /// Repairs what a stamp no honest clock makes left here before such stamps were refused (``SyncStamp/dishonesty(now:)``,
+  /// judged at `now`): a record holding one becomes unstamped (the key keeps its value, which is never pushed, and
+  /// any honest entry wins over it), and a poisoned clock starts again from the greatest stamp left. (A clock near
+  /// `Int64.max` made every launch trap at its first synced write, until the state was removed by hand.)
+  mutating func repair(now: Int64) {
+    for (key, record) in records {
+      if case .stamped(let entry, _) = record, entry.stamp.dishonesty(now: now) != nil {
+        records[key] = .unstamped(entry.value)
+      }
+    }
+    guard !clock.isHonest(now: now) else { return }
+    clock = SyncClock()
+    for case .stamped(let entry, _) in records.values { clock.see(entry.stamp) }
+  }
+
   /// Records the value a key holds when the sync first sees it, unstamped: it is never pushed.
   mutating func adopt(_ key: PropertyListKey, current: PropertyListValue?) {
     if records[key] == nil { records[key] = .unstamped(current) }

@@ -1,0 +1,145 @@
+import Foundation
+import TestSupport
+import Testing
+
+@_spi(Tools) @testable import ReactiveDefaults
+
+/// Stamps from other devices are bounded (``SyncStamp/dishonesty(now:)``): an entry no honest clock could have
+/// stamped is refused and reported once, never fed to this device's clock, and hides no honest entry; a clock saved
+/// poisoned before is repaired at start. (Issue 48's first row: an entry stamped with counter `Int64.max` made the
+/// next local write of any synced key trap in `SyncClock.tick`, and the poisoned clock, saved, made every later launch
+/// trap at its first synced write.)
+@Suite struct HostilePeerTests {
+  private static let level = DefaultsKey<Int>("level", default: 1)
+  private static let day: Int64 = 86_400_000
+
+  /// A hostile or broken device's entry of `level`.
+  private static func entry(wall: Int64, counter: Int64, value: Int = 9) -> PropertyListValue {
+    SyncEntry(stamp: SyncStamp(wall: wall, counter: counter, device: "hostile"), value: .integer(Int128(value)))
+      .propertyListValue
+  }
+
+  /// The stamps a hostile device forges, at this device's clock `now`.
+  static let forged: [(wall: Int64, counter: Int64)] = {
+    let now = SyncClock.now()
+    return [
+      (now + 2_000, .max),  // the crash loop's stamp
+      (now, SyncStamp.maximumCounter + 1),
+      (now, -1),
+      (4_102_444_800_000, 0),  // 2100-01-01
+      (now + day + 60_000, 0),
+      (.max, .max),
+    ]
+  }()
+
+  @Test func theBoundsTellAnHonestClockFromOneNone() {
+    let now: Int64 = 1_800_000_000_000
+    #expect(SyncStamp(wall: now, counter: 0, device: "d").dishonesty(now: now) == nil)
+    #expect(SyncStamp(wall: now + Self.day, counter: SyncStamp.maximumCounter, device: "d").dishonesty(now: now) == nil)
+    #expect(SyncStamp(wall: -5, counter: 3, device: "d").dishonesty(now: now) == nil, "a clock set before 1970")
+    #expect(SyncStamp(wall: now + Self.day + 1, counter: 0, device: "d").dishonesty(now: now) != nil)
+    #expect(SyncStamp(wall: now, counter: SyncStamp.maximumCounter + 1, device: "d").dishonesty(now: now) != nil)
+    #expect(SyncStamp(wall: now, counter: -1, device: "d").dishonesty(now: now) != nil)
+    #expect(SyncStamp(wall: .max, counter: 0, device: "d").dishonesty(now: .max) == nil, "no overflow")
+  }
+
+  @Test func theClockNeverTraps() {
+    var clock = SyncClock(wall: 5, counter: .max)
+    let first = clock.tick(now: 1, device: "d")
+    #expect(first == SyncStamp(wall: 6, counter: 0, device: "d"))
+    #expect(clock.tick(now: 1, device: "d") > first)
+    var last = SyncClock(wall: .max, counter: .max)
+    #expect(last.tick(now: 1, device: "d") == SyncStamp(wall: .max, counter: .max, device: "d"))
+  }
+
+  @Test(arguments: 0..<forged.count) func aForgedStampIsRefusedReportedOnceAndNeverTakenIn(_ index: Int) async throws {
+    let (wall, counter) = Self.forged[index]
+    let cloud = MemoryCloud()
+    let (store, issues) = makeStore(.memory)
+    store[Self.level] = 3
+    let sync = store.sync(["level"], with: cloud.connect(), now: SyncClock.now)
+    let statuses = Recorder<DefaultsSync.Status>()
+    let watch = sync.observeStatus { statuses.append($0) }
+    defer { watch.cancel() }
+    #expect(await sync.waitUntilIdle(timeout: syncIdleBound))
+    try cloud.connect().store(["level": Self.entry(wall: wall, counter: counter)], from: "hostile")
+    cloud.deliverAll()
+    #expect(await sync.waitUntilIdle(timeout: syncIdleBound))
+    #expect(store[Self.level] == 3, "the local value stays")
+    // The next local write is stamped by an untouched clock (it trapped here) and pushed over the forged entry.
+    store[Self.level] = 4
+    #expect(await sync.waitUntilIdle(timeout: syncIdleBound))
+    cloud.deliverAll()
+    sync.synchronize()
+    #expect(await sync.waitUntilIdle(timeout: syncIdleBound))
+    let pushed = try #require(cloud.entries()["level"].flatMap(SyncEntry.init))
+    #expect(pushed.value == .integer(4))
+    #expect(pushed.stamp.dishonesty(now: SyncClock.now()) == nil, "\(pushed.stamp)")
+    let state = try #require(SyncState(store.hub.storage.value(forKey: DefaultsSync.stateKey)))
+    #expect(state.clock.isHonest(now: SyncClock.now()), "\(state.clock)")
+    let refusals = issues.values.filter { if case .syncRefused(key: "level", _) = $0 { true } else { false } }
+    #expect(refusals.count == 1, "\(issues.values)")
+    #expect(statuses.values.contains { if case .problem(.syncRefused) = $0 { true } else { false } })
+  }
+
+  /// The crash loop: a state saved before stamps were bounded, its clock and a record poisoned.
+  @Test func aPoisonedClockSavedBeforeIsRepairedAtStart() async throws {
+    let (store, issues) = makeStore(.memory)
+    let now = SyncClock.now()
+    var poisoned = SyncState(device: "here")
+    poisoned.clock = SyncClock(wall: now + 2_000, counter: .max)
+    let forged = SyncEntry(stamp: SyncStamp(wall: now + 2_000, counter: .max, device: "hostile"), value: .integer(9))
+    poisoned.records["level"] = .stamped(forged, pending: false)
+    try store.edit { tx in
+      tx.record(.set(poisoned.propertyListValue), forName: DefaultsSync.stateKey)
+      tx.record(.set(.integer(9)), forName: "level")
+    }
+    let cloud = MemoryCloud()
+    let honest = cloud.connect()
+    try honest.store(
+      [
+        "level": SyncEntry(stamp: SyncStamp(wall: now - 1_000, counter: 0, device: "honest"), value: .integer(5))
+          .propertyListValue
+      ], from: "honest")
+    cloud.deliverAll()
+    let sync = store.sync(["level"], with: cloud.connect(), now: SyncClock.now)
+    #expect(await sync.waitUntilIdle(timeout: syncIdleBound))
+    #expect(store[Self.level] == 5, "an honest entry wins over the record the forged stamp left")
+    store[Self.level] = 6
+    #expect(await sync.waitUntilIdle(timeout: syncIdleBound))
+    cloud.deliverAll()
+    let state = try #require(SyncState(store.hub.storage.value(forKey: DefaultsSync.stateKey)))
+    #expect(state.clock.isHonest(now: SyncClock.now()), "\(state.clock)")
+    #expect(cloud.entries()["level"].flatMap(SyncEntry.init)?.value == .integer(6))
+    #expect(issues.values.isEmpty, "\(issues.values)")
+  }
+
+  /// In a synced folder every device's file is read, and the greatest stamp of a key wins: a forged stamp would hide
+  /// every honest device's entry of the key.
+  @Test func aForgedEntryInASyncedFolderHidesNoHonestOne() async throws {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-\(UUID())")
+    defer { try? FileManager.default.removeItem(at: folder) }
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let now = SyncClock.now()
+    func write(_ device: String, _ entry: SyncEntry) throws {
+      let plist = PropertyListValue.dictionary(["level": entry.propertyListValue]).foundationObject
+      try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0)
+        .write(to: folder.appendingPathComponent("\(device).plist"))
+    }
+    try write(
+      "honest", SyncEntry(stamp: SyncStamp(wall: now - 1_000, counter: 0, device: "honest"), value: .integer(5)))
+    try write(
+      "hostile", SyncEntry(stamp: SyncStamp(wall: now + 2_000, counter: .max, device: "hostile"), value: .integer(9)))
+    #expect(SyncedFolder(folder).entries()["level"].flatMap(SyncEntry.init)?.value == .integer(5))
+    let (store, issues) = makeStore(.memory)
+    let sync = store.sync(["level"], with: SyncedFolder(folder), now: SyncClock.now)
+    #expect(await sync.waitUntilIdle(timeout: syncIdleBound))
+    #expect(store[Self.level] == 5)
+    store[Self.level] = 6
+    #expect(await sync.waitUntilIdle(timeout: syncIdleBound))
+    #expect(SyncedFolder(folder).entries()["level"].flatMap(SyncEntry.init)?.value == .integer(6))
+    let refusals = issues.values.filter { if case .syncRefused(key: "level", _) = $0 { true } else { false } }
+    #expect(refusals.count == 1, "\(issues.values)")
+    withExtendedLifetime(sync) {}
+  }
+}
