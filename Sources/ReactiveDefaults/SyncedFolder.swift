@@ -50,7 +50,7 @@ public final class SyncedFolder: DefaultsRemote {
     -> DefaultsObservation
   {
     try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    if files.withLock({ $0[device] }) == nil, let file = DefaultsStore(fileURL: fileURL(of: device)) {
+    if files.withLock({ $0[device] }) == nil, let url = fileURL(of: device), let file = DefaultsStore(fileURL: url) {
       files.withLock { $0[device] = $0[device] ?? file }
     }
     // The folder's events include this device's own saves (its plist, lock and journal): only another device's file
@@ -83,8 +83,11 @@ public final class SyncedFolder: DefaultsRemote {
     name.hasSuffix(".plist") && !name.hasPrefix(".")
   }
 
-  private func fileURL(of device: String) -> URL {
-    folder.appendingPathComponent(device + ".plist")
+  /// The device's file; nil when the name is no safe file name (``SyncState/isDeviceName(_:)``), which would name a
+  /// file outside the folder, or one the others skip.
+  private func fileURL(of device: String) -> URL? {
+    guard SyncState.isDeviceName(device) else { return nil }
+    return folder.appendingPathComponent(device + ".plist")
   }
 
   /// For each key, the entry with the greatest stamp among every device's file, of those an honest clock could have
@@ -118,7 +121,11 @@ public final class SyncedFolder: DefaultsRemote {
 
   /// Writes the entries into this device's file, in one atomic save.
   public func store(_ entries: [String: PropertyListValue], from device: String) throws(DefaultsError) {
-    guard let own = files.withLock({ $0[device] }) ?? DefaultsStore(fileURL: fileURL(of: device)) else {
+    guard let url = fileURL(of: device) else {
+      throw .syncFailed(
+        reason: "the device name \"\(device)\" is no safe file name, so it has no file in \(folder.path)")
+    }
+    guard let own = files.withLock({ $0[device] }) ?? DefaultsStore(fileURL: url) else {
       throw .syncFailed(reason: "the folder \(folder.path) cannot hold a file named \(device).plist")
     }
     do {

@@ -142,4 +142,41 @@ import Testing
     #expect(refusals.count == 1, "\(issues.values)")
     withExtendedLifetime(sync) {}
   }
+
+  @Test func aDeviceNameIsASafeFileName() {
+    for name in [
+      "../escaped", "a/b", "a\\b", "", ".hidden", "..", "x\u{0}y", "tab\there", "a:b",
+      String(repeating: "é", count: 65),
+    ] {
+      #expect(!SyncState.isDeviceName(name), "\(name)")
+    }
+    for name in [UUID().uuidString, "MacBook-Pro", "Ünïcode device", String(repeating: "a", count: 128)] {
+      #expect(SyncState.isDeviceName(name), "\(name)")
+    }
+  }
+
+  /// A device name `../escaped` in the stored sync state made the sync write `<folder>/../escaped.plist`.
+  @Test func aStoredDeviceNameThatEscapesTheFolderIsRefused() async throws {
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("escape-\(UUID())")
+    defer { try? FileManager.default.removeItem(at: root) }
+    let folder = root.appendingPathComponent("synced")
+    let (store, issues) = makeStore(.memory)
+    var escaping = SyncState(device: "../escaped")
+    escaping.clock = SyncClock(wall: SyncClock.now() - 1_000, counter: 0)
+    try store.edit { tx in tx.record(.set(escaping.propertyListValue), forName: DefaultsSync.stateKey) }
+    let sync = store.sync(["level"], with: SyncedFolder(folder), now: SyncClock.now)
+    store[Self.level] = 7
+    #expect(await sync.waitUntilIdle(timeout: syncIdleBound))
+    let left = try FileManager.default.contentsOfDirectory(atPath: root.path)
+    #expect(left == ["synced"], "\(left)")
+    let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".plist") }
+    #expect(files.count == 1 && files.allSatisfy { SyncState.isDeviceName(String($0.dropLast(6))) }, "\(files)")
+    #expect(SyncedFolder(folder).entries()["level"].flatMap(SyncEntry.init)?.value == .integer(7))
+    #expect(throws: DefaultsError.self) {
+      try SyncedFolder(folder).store(["level": .integer(1)], from: "../escaped")
+    }
+    #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("escaped.plist").path))
+    #expect(issues.values.isEmpty, "\(issues.values)")
+    withExtendedLifetime(sync) {}
+  }
 }

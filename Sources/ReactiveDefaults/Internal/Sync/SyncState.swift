@@ -32,6 +32,20 @@ struct SyncState: Equatable, Sendable {
     self.device = device
   }
 
+  /// The longest device name, in UTF-8 bytes (the sync's own names are UUIDs: 36).
+  static let maximumDeviceNameBytes = 128
+
+  /// Whether `name` can name a device: a synced folder makes it a file name (`<device>.plist`), so it is one safe on
+  /// every file system a file-sync tool carries it to: not empty, at most ``maximumDeviceNameBytes``, no path
+  /// separator (`/`, `\`), no `:`, no control character, and not starting with `.` (no `..`, and no hidden file,
+  /// which the folder's readers skip).
+  static func isDeviceName(_ name: String) -> Bool {
+    guard !name.isEmpty, name.utf8.count <= maximumDeviceNameBytes, !name.hasPrefix(".") else { return false }
+    return !name.unicodeScalars.contains { scalar in
+      scalar == "/" || scalar == "\\" || scalar == ":" || scalar.properties.generalCategory == .control
+    }
+  }
+
   /// What a reconcile of one key asks of the store and the remote.
   struct Outcome: Equatable {
     /// The value to write into the store (`.some(nil)`: remove the key), when a pulled entry wins.
@@ -134,9 +148,11 @@ extension SyncState {
   }
 
   /// The state stored, or nil when there is none or it is damaged (the sync then starts again as on a fresh install:
-  /// it pushes nothing until this device writes).
+  /// it pushes nothing until this device writes). A device name that is no safe file name
+  /// (``isDeviceName(_:)``: `../escaped` made a synced folder write outside itself) is damage too.
   init?(_ stored: PropertyListValue?) {
-    guard case .dictionary(let fields)? = stored, case .string(let device)? = fields["device"], !device.isEmpty,
+    guard case .dictionary(let fields)? = stored, case .string(let device)? = fields["device"],
+      Self.isDeviceName(device),
       case .integer(let wall)? = fields["t"], case .integer(let counter)? = fields["c"],
       let wall = Int64(exactly: wall), let counter = Int64(exactly: counter),
       case .dictionary(let keys)? = fields["keys"]
