@@ -13,8 +13,14 @@ extension DefaultsStore {
     _ keys: repeat DefaultsKey<each Value>, with remote: some DefaultsRemote
   ) -> DefaultsSync {
     var names: [String] = []
-    for key in repeat each keys { names.append(key.name) }
-    return sync(names, with: remote, now: SyncClock.now)
+    var decoders: [String: @Sendable (PropertyListValue) -> Bool] = [:]
+    for key in repeat each keys {
+      names.append(key.name)
+      decoders[key.name] = key.decodes
+    }
+    let engine = SyncEngine(store: self, remote: remote, now: SyncClock.now)
+    engine.add(names, decoders: decoders)
+    return DefaultsSync(engine: engine)
   }
 
   /// Syncs keys by name, with a wall clock of the caller's in milliseconds since 1970 (the tests and the device
@@ -27,5 +33,12 @@ extension DefaultsStore {
     let engine = SyncEngine(store: self, remote: remote, now: now, coalescing: coalescing)
     engine.add(names)
     return DefaultsSync(engine: engine)
+  }
+}
+
+extension DefaultsKey {
+  /// Whether a stored value decodes as the key's type (the sync refuses a pulled value that does not).
+  var decodes: @Sendable (PropertyListValue) -> Bool {
+    { Value(propertyListValue: $0) != nil }
   }
 }

@@ -58,8 +58,12 @@ public final class DefaultsSync: Sendable {
   /// remote's entries for them are pulled.
   public func add<each Value: DefaultsValue>(_ keys: repeat DefaultsKey<each Value>) {
     var names: [String] = []
-    for key in repeat each keys { names.append(key.name) }
-    engine.add(names)
+    var decoders: [String: @Sendable (PropertyListValue) -> Bool] = [:]
+    for key in repeat each keys {
+      names.append(key.name)
+      decoders[key.name] = key.decodes
+    }
+    engine.add(names, decoders: decoders)
   }
 
   /// Pulls every key from the remote and pushes what it lacks, now; call it when the app comes to the foreground.

@@ -179,4 +179,36 @@ import Testing
     #expect(issues.values.isEmpty, "\(issues.values)")
     withExtendedLifetime(sync) {}
   }
+
+  /// An entry with a well-formed stamp and a value of another type (what an older or newer app version writes, or
+  /// another program) replaced the good local value on every device, which then read its default.
+  @Test(arguments: [false, true]) func aValueThatDoesNotDecodeNeverReplacesTheLocalOne(stringKey: Bool) async throws {
+    let cloud = MemoryCloud()
+    let (store, issues) = makeStore(.memory)
+    let name = DefaultsKey<String>("name", default: "none")
+    if stringKey { store[name] = "mine" } else { store[Self.level] = 3 }
+    let sync = stringKey ? store.sync(name, with: cloud.connect()) : store.sync(Self.level, with: cloud.connect())
+    let statuses = Recorder<DefaultsSync.Status>()
+    let watch = sync.observeStatus { statuses.append($0) }
+    defer { watch.cancel() }
+    #expect(await sync.waitUntilIdle(timeout: syncIdleBound))
+    let stamp = SyncStamp(wall: SyncClock.now(), counter: 0, device: "other-version")
+    let wrong: PropertyListValue = stringKey ? .integer(5) : .string("abc")
+    try cloud.connect().store(
+      [stringKey ? "name" : "level": SyncEntry(stamp: stamp, value: wrong).propertyListValue], from: "other-version")
+    cloud.deliverAll()
+    sync.synchronize()
+    #expect(await sync.waitUntilIdle(timeout: syncIdleBound))
+    #expect(stringKey ? store[name] == "mine" : store[Self.level] == 3, "the local value stays")
+    let refusals = issues.values.filter { if case .syncRefused = $0 { true } else { false } }
+    #expect(refusals.count == 1, "\(issues.values)")
+    #expect(statuses.values.contains { if case .problem(.syncRefused) = $0 { true } else { false } })
+    // Written again, the local value is pushed over the entry it refused.
+    if stringKey { store[name] = "again" } else { store[Self.level] = 4 }
+    #expect(await sync.waitUntilIdle(timeout: syncIdleBound))
+    cloud.deliverAll()
+    let pushed = cloud.entries()[stringKey ? "name" : "level"].flatMap(SyncEntry.init)
+    #expect(pushed?.value == (stringKey ? .string("again") : .integer(4)))
+    #expect(sync.status == .idle)
+  }
 }

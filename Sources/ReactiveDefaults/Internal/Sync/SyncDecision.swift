@@ -15,15 +15,18 @@ struct SyncDecision {
   /// Pulled values to write to the store.
   var writes: [(key: String, write: StorageWrite)] = []
   var pushes: [PropertyListKey: SyncEntry] = [:]
-  /// Remote entries refused: their stamps no honest clock makes (``SyncStamp/dishonesty(now:)``). Each key of them
+  /// Remote entries refused: their stamps no honest clock makes (``SyncStamp/dishonesty(now:)``), or their values do
+  /// not decode as their keys' types (an older or newer app version's, another program's). Each key of them
   /// was looked at as if the remote had not been read: a local write is stamped and pushed, nothing is pulled, and
   /// the clock never sees the stamp.
   var refusals: [PropertyListKey: SyncRefusal] = [:]
 
-  /// Stamps the batch's local writes at `time` and applies the winning remote entries to `state`.
+  /// Stamps the batch's local writes at `time` and applies the winning remote entries to `state`; `decodes` tells
+  /// whether a value decodes as its key's type.
   init(
     _ batch: SyncBatch, state: SyncState, own: [PropertyListKey: PropertyListValue], withRemote: [PropertyListKey],
-    remoteEntries: [String: PropertyListValue]?, time: Int64
+    remoteEntries: [String: PropertyListValue]?, time: Int64,
+    decodes: (PropertyListKey, PropertyListValue) -> Bool = { _, _ in true }
   ) {
     self.state = state
     self.state.repair(now: time)
@@ -36,7 +39,7 @@ struct SyncDecision {
     }
     for key in withRemote {
       let entry = remoteEntries?[key.string].flatMap(SyncEntry.init)
-      if let entry, let reason = entry.stamp.dishonesty(now: time) {
+      if let entry, let reason = Self.refusal(of: entry, key: key, now: time, decodes: decodes) {
         refusals[key] = SyncRefusal(key: key, device: entry.stamp.device, reason: reason)
         let outcome = self.state.reconcile(key, current: own[key], remote: nil, remoteKnown: false, now: time)
         if let push = outcome.push { pushes[key] = push }
@@ -46,6 +49,19 @@ struct SyncDecision {
       if let write = outcome.write { writes.append((key.string, write.map(StorageWrite.set) ?? .remove)) }
       if let push = outcome.push { pushes[key] = push }
     }
+  }
+}
+
+extension SyncDecision {
+  /// Why a remote entry of `key` is refused (nil: it is not): its stamp, judged at `now`, or its value.
+  static func refusal(
+    of entry: SyncEntry, key: PropertyListKey, now: Int64, decodes: (PropertyListKey, PropertyListValue) -> Bool
+  ) -> String? {
+    if let reason = entry.stamp.dishonesty(now: now) { return reason }
+    if let value = entry.value, !decodes(key, value) {
+      return "its value does not decode as the key's type (an app version with other values, or another program)"
+    }
+    return nil
   }
 }
 

@@ -32,6 +32,8 @@ final class SyncEngine: Sendable {
     /// The refused entries reported so far, by device and key: each is reported once, while the status shows a
     /// refusal at every run that meets one.
     var reportedRefusals: Set<[String]> = []
+    /// Per key, whether a stored value decodes as the key's type (keys synced by name alone have none).
+    var decoders: [PropertyListKey: @Sendable (PropertyListValue) -> Bool] = [:]
   }
 
   /// Tests: called inside a run's edit right after it looked at the store (a write there races the pulled values).
@@ -58,7 +60,9 @@ final class SyncEngine: Sendable {
   // MARK: Starting and stopping
 
   /// Adds keys: their current values are adopted (unstamped: never pushed), then they are looked at with the remote.
-  func add(_ names: [String]) {
+  /// `decoders` tells, per name, whether a stored value decodes as the key's type: a pulled value that does not is
+  /// refused.
+  func add(_ names: [String], decoders: [String: @Sendable (PropertyListValue) -> Bool] = [:]) {
     let added = work.withLock { work -> [PropertyListKey] in
       guard !work.ended else { return [] }
       var new: [PropertyListKey] = []
@@ -67,6 +71,7 @@ final class SyncEngine: Sendable {
         if !work.keys.contains(key) && !new.contains(key) { new.append(key) }
       }
       work.keys += new
+      for (name, decodes) in decoders { work.decoders[PropertyListKey(name)] = decodes }
       return new
     }
     guard !added.isEmpty else { return }
@@ -257,11 +262,13 @@ final class SyncEngine: Sendable {
   private func decide(
     _ batch: SyncBatch, withRemote: [PropertyListKey], remoteEntries: [String: PropertyListValue]?
   ) throws -> (pushes: [PropertyListKey: SyncEntry], refusals: [PropertyListKey: SyncRefusal]) {
+    let decoders = work.withLock { $0.decoders }
+    let decodes: (PropertyListKey, PropertyListValue) -> Bool = { key, value in decoders[key]?(value) ?? true }
     let seen = SyncState(store.hub.storage.value(forKey: DefaultsSync.stateKey))
     if let seen, !batch.accountChanged {
       let dry = SyncDecision(
         batch, state: seen, own: store.hub.storage.snapshot(), withRemote: withRemote, remoteEntries: remoteEntries,
-        time: now())
+        time: now(), decodes: decodes)
       if dry.state == seen && dry.writes.isEmpty && dry.pushes.isEmpty { return ([:], dry.refusals) }
     }
     // A write of this process made while the edit runs waits for it (``ChangeHub/edit(_:)``): it lands after the pulled
@@ -271,7 +278,8 @@ final class SyncEngine: Sendable {
       let looked = store.hub.storage.snapshot()
       Self.editLooked.withLock { $0 }?(store)
       let decided = SyncDecision(
-        batch, state: before, own: looked, withRemote: withRemote, remoteEntries: remoteEntries, time: self.now())
+        batch, state: before, own: looked, withRemote: withRemote, remoteEntries: remoteEntries, time: self.now(),
+        decodes: decodes)
       for write in decided.writes { tx.record(write.write, forName: write.key) }
       if decided.state != before { tx.record(.set(decided.state.propertyListValue), forName: DefaultsSync.stateKey) }
       return (decided.pushes, decided.refusals)
