@@ -176,24 +176,31 @@ private let name = DefaultsKey<String>("name", default: "")
     #expect(issues.values.isEmpty, "\(issues.values)")
   }
 
-  /// A file that is not a property list is reported, kept beside it, and replaced by the next save; the store reads
-  /// defaults meanwhile and never crashes.
-  @Test func aDamagedFileIsReportedBackedUpAndReplaced() async throws {
+  /// A file that is not a property list is reported and left as it is by reads (the path may be another program's
+  /// file); the next save moves it aside, as a backup, and writes the file anew. The store reads defaults meanwhile
+  /// and never crashes.
+  @Test func aDamagedFileIsReportedLeftAloneByReadsAndBackedUpByTheNextSave() async throws {
     let folder = makeFolder()
     defer { try? FileManager.default.removeItem(at: folder) }
     let url = folder.appendingPathComponent("s.plist")
-    try Data("<?xml version=\"1.0\"?><plist><dict><key>count</key><integer>1".utf8).write(to: url)
+    let bad = Data("<?xml version=\"1.0\"?><plist><dict><key>count</key><integer>1".utf8)
+    try bad.write(to: url)
     let (store, issues) = try makeFileStore(url)
     #expect(store[count] == 0)
-    guard case .unreadableFile(_, _, let backup?)? = issues.values.first else {
-      Issue.record("no backup reported: \(issues.values)")
+    guard case .unreadableFile(_, _, nil)? = issues.values.first else {
+      Issue.record("not reported, or reported with a backup a read made: \(issues.values)")
       return
     }
-    #expect(FileManager.default.fileExists(atPath: backup))
+    let listed = { try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasSuffix(".lock") } }
+    #expect(try listed() == ["s.plist"])
+    #expect(try Data(contentsOf: url) == bad)
     store[count] = 2
     try await offThePool { try store.save() }
     #expect(try fileEntries(url)?["count"] as? Int == 2)
-    #expect(FileManager.default.fileExists(atPath: backup))
+    let after = try listed()
+    let backups = after.filter { $0.hasPrefix("s.plist.corrupt-") }
+    #expect(backups.count == 1, "\(after)")
+    #expect(try backups.first.map { try Data(contentsOf: folder.appendingPathComponent($0)) } == bad)
   }
 
   /// A save that cannot be made (the folder's place is taken by a file) throws, leaves the writes pending, and the

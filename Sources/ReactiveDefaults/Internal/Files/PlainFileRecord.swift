@@ -84,7 +84,10 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
   /// A file this process may only read (the lock file cannot be made beside it) is read without the lock.
   var readsWithoutTheLock: Bool { true }
 
-  /// The file as it is now, checked (a damaged file is reported and backed up; it reads as empty), and its stamp,
+  /// A read never renames or copies the file (``TrackedFile/setsAsideWhenChecked``).
+  override var setsAsideWhenChecked: Bool { false }
+
+  /// The file as it is now, checked (a damaged file is reported; it reads as empty), and its stamp,
   /// taken before it was read: a change made while it was read then reads as a change.
   private func current() throws(SaveFailure) -> (
     check: Check, stamp: SuiteFile.Stamp?, entries: [PropertyListKey: PropertyListValue]

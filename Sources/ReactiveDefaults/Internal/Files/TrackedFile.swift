@@ -91,9 +91,16 @@ class TrackedFile: @unchecked Sendable {
     }
   }
 
-  /// Checks the file if it changed since the last check. An unreadable one is reported and kept: copied beside
-  /// the plist, or moved there when corelibs could crash or hang reading it. Call it holding the file's lock;
-  /// announce the problem once the lock is released.
+  /// Whether ``check(memoryIsFile:)`` sets an unreadable file aside: a suite's plist must be out of the way before
+  /// corelibs reads it (it would block forever opening a FIFO, and could crash or hang on a malformed binary plist).
+  /// A file store's file is read by the library's strict reader alone, which never blocks and refuses what it cannot
+  /// parse: a read leaves it as it is (it may be `/dev/null`, or a file of another program's), and only a write sets
+  /// a damaged regular file aside before replacing it (``entriesOnDisk(_:)``), never a device, FIFO or socket.
+  var setsAsideWhenChecked: Bool { true }
+
+  /// Checks the file if it changed since the last check. An unreadable one is reported and, where
+  /// ``setsAsideWhenChecked``, kept: copied beside the plist, or moved there when corelibs could crash or hang reading
+  /// it. Call it holding the file's lock; announce the problem once the lock is released.
   func check(memoryIsFile: (SuiteFile.Stamp?) -> Bool) throws(SaveFailure) -> Check {
     try recoverJournal()
     let stamp = file.stamp()
@@ -108,7 +115,9 @@ class TrackedFile: @unchecked Sendable {
       }
     } catch {
       let backup: String?
-      if case .notAFile(let kind) = error, kind != SuiteFileProblem.folder {
+      if !setsAsideWhenChecked {
+        backup = nil
+      } else if case .notAFile(let kind) = error, kind != SuiteFileProblem.folder {
         // A FIFO, socket or device holds no settings, and corelibs would block forever opening it: moved away.
         backup = file.moveAside()
       } else if error.isLeftAlone || error == .empty {
