@@ -65,6 +65,9 @@ import Testing
     ["read", "../x"], ["write", "a/b", "k", "v"], ["read", ""], ["bogus"], ["write", "dom", "k"],
     ["write", "dom", "k", "-int", "many"], ["write", "dom", "k", "-dict", "odd"], ["read", "a", "b", "c"],
     ["write", "dom", "k", "-unknown", "v"], ["watch"], ["export", "dom"], ["help", "nope"], ["domains", "x"],
+    // Issue 48: stored as `inf`, and the last duplicate kept, silently.
+    ["write", "dom", "k", "-float", "1e400"], ["write", "dom", "k", "-float", "-1e400"],
+    ["write", "dom", "k", "-dict", "a", "1", "a", "2"],
   ])
   func usageErrorsExitSixtyFour(_ arguments: [String]) async throws {
     let result = try await runTool(arguments, config: config)

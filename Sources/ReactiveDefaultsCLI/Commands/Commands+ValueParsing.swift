@@ -31,6 +31,8 @@ extension Commands {
       return .integer(Int128(number))
     case "-float", "-double", "-real":
       guard let number = Double(try single()) else { throw invalid("a number") }
+      // `Double("1e400")` is infinity: stored, it would silently be another number than the one asked for.
+      guard number.isFinite else { throw invalid("a finite number (at most about ±1.8e308)") }
       return .real(number)
     case "-bool", "-boolean":
       guard let flag = Bool(propertyListValue: .string(try single())) ?? ["1": true, "0": false][values[0]] else {
@@ -61,7 +63,11 @@ extension Commands {
       }
       var entries: [PropertyListKey: PropertyListValue] = [:]
       for index in stride(from: 0, to: values.count, by: 2) {
-        entries[PropertyListKey(values[index])] = .string(values[index + 1])
+        // A key given twice would keep its last value silently.
+        guard entries.updateValue(.string(values[index + 1]), forKey: PropertyListKey(values[index])) == nil else {
+          throw RDefaults.usage(
+            "-dict names the key '\(Formatting.escaped(values[index]))' twice.", command: "write")
+        }
       }
       return .dictionary(entries)
     default:
