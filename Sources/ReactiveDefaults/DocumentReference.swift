@@ -43,7 +43,7 @@ public struct DocumentReference: DefaultsValue, Hashable, CustomStringConvertibl
   ///
   /// - Parameter url: A file URL, such as one a document picker handed over.
   /// - Throws: ``DefaultsError/documentUnavailable(key:url:reason:)`` (with an empty key) when `url` is not a file URL,
-  ///   names no file, or the system refuses to make its bookmark.
+  ///   has a relative path (`file:notes.txt`), names no file, or the system refuses to make its bookmark.
   public init(url: URL) throws(DefaultsError) {
     try self.init(url: url, system: PlatformDocuments.system)
   }
@@ -51,6 +51,12 @@ public struct DocumentReference: DefaultsValue, Hashable, CustomStringConvertibl
   init(url: URL, system: any DocumentSystem) throws(DefaultsError) {
     guard url.isFileURL else {
       throw .documentUnavailable(key: "", url: url.absoluteString, reason: "it is not a file URL")
+    }
+    // `URL(string: "file:notes.txt")` is a file URL whose path is relative: it would name a file of whatever folder
+    // the process works in when it is resolved.
+    guard url.absoluteURL.path.hasPrefix("/") else {
+      throw .documentUnavailable(
+        key: "", url: url.absoluteString, reason: "its path is relative, so it names no one file (\(url.path))")
     }
     // The URL as handed over, whose security scope is the picker's (a standardized copy may not carry it), looked at
     // and bookmarked with its scope open: a sandboxed app may not see the file otherwise.

@@ -77,4 +77,26 @@ extension DefaultsKeys {
       try DocumentReference(url: folder.appendingPathComponent("never-made.txt"))
     }
   }
+
+  /// `file:target.txt` is a file URL with a relative path: resolved against the working directory, it named whatever
+  /// file of that name the process found there (issue 48).
+  @Test func aRelativeFileURLIsRefused() throws {
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let name = "relative-\(UUID()).txt"
+    let here = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(name)
+    try Data("x".utf8).write(to: here)
+    defer { try? FileManager.default.removeItem(at: here) }
+    let relative = try #require(URL(string: "file:\(name)"))
+    #expect(relative.isFileURL)
+    #expect {
+      try DocumentReference(url: relative)
+    } throws: { error in
+      guard case .documentUnavailable(_, _, let reason) = error as? DefaultsError else { return false }
+      return reason.contains("relative")
+    }
+    // A URL relative to an absolute base is absolute.
+    #expect(
+      try DocumentReference(url: URL(fileURLWithPath: name, relativeTo: here.deletingLastPathComponent())).url
+        == here.standardizedFileURL)
+  }
 }
