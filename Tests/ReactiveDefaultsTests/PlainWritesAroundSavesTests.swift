@@ -532,3 +532,43 @@ import Testing
     #expect(issues.values.isEmpty)
   }
 }
+
+/// A removal corelibs keeps no record of (its copy, older than the file, lacked the key another process had just
+/// saved), saved while a write of ours made during the save keeps corelibs' stale copy from being dropped: reads of
+/// storage (what a read within a millisecond of the last look at the file gives) must not fall back to that copy's
+/// older value once the save forgot the library's record of the removal (the checker's plainThreads kind, seed
+/// 378347732: a read gave another process's value after this process's removal of the key had returned).
+@Suite(.linuxOnly) struct StaleCopyAfterASaveTests {
+  @Test(arguments: [false, true]) func aCommittedRemovalIsReadUntilTheCopyIsLoadedAgain(written: Bool) async throws {
+    let (store, issues) = makeStore(.suite)
+    let path = try #require(store.hub.persistence?.file.path)
+    let key = DefaultsKey<Int>("k", default: -1)
+    let other = DefaultsKey<Int>("other", default: 0)
+    if written { store[key] = 7 }
+    store[other] = 1
+    try await offThePool { try store.save() }
+    // Another process saves k = 2: corelibs' copy, not loaded again yet, does not hold it.
+    try PropertyListSerialization.data(fromPropertyList: ["k": 2, "other": 1], format: .xml, options: 0)
+      .write(to: URL(fileURLWithPath: path), options: .atomic)
+    // The same value again (a write corelibs skips), or a removal of a key the copy lacks.
+    if written { store[key] = 7 } else { store.reset(key) }
+    let expected = written ? 7 : -1
+    let wroteDuringSave = Recorder<Int>()
+    TrackedFile.saveSteps.withLock { hooks in
+      hooks[path] = { step in
+        guard case .beforeCorelibsSave = step, wroteDuringSave.count == 0 else { return }
+        wroteDuringSave.append(1)
+        store[other] = 3
+      }
+    }
+    defer { _ = TrackedFile.saveSteps.withLock { $0.removeValue(forKey: path) } }
+    try await offThePool { try store.save() }
+    #expect(wroteDuringSave.count == 1)
+    #expect(store.hub.storage.object(forKey: "k") as? Int ?? -1 == expected, "storage, right after the save")
+    #expect(store[key] == expected)
+    try await offThePool { try store.save() }
+    #expect(store.hub.storage.object(forKey: "k") as? Int ?? -1 == expected, "storage, after the next save")
+    #expect(store[key] == expected)
+    #expect(issues.values.isEmpty)
+  }
+}

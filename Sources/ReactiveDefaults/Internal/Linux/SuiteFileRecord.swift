@@ -185,7 +185,9 @@ final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
     recordSynced(at: stamp, entries: entries)
     // With no file, the copy is the missing file only if it is empty: a writer that takes no lock may have created
     // the file before corelibs loaded it (``open()``).
-    corelibs.record(stamp == nil && !corelibs.isEmpty ? .untrusted : CorelibsDomain.Memory(loadedAt: stamp))
+    let memory = stamp == nil && !corelibs.isEmpty ? CorelibsDomain.Memory.untrusted : .init(loadedAt: stamp)
+    corelibs.record(memory)
+    if memory != .untrusted { corelibs.writes.copyLoaded() }
   }
 
 }

@@ -11,8 +11,9 @@ extension SuitePersistence {
     var committed: [PropertyListKey: UInt64] = [:]
     let outcome = try suite.locked { () throws(SaveFailure) -> SaveOutcome in
       // Once corelibs' copy holds the file (loaded again when it was stale), or the save failed after its commit:
-      // reads need no record of the committed writes.
-      defer { suite.corelibs.writes.forget(committed) }
+      // reads need no record of the committed writes. A stale copy kept (not dropped) does not hold them: the
+      // records stay until the copy is loaded again.
+      defer { suite.corelibs.writes.forget(committed, copyIsFile: suite.corelibs.memory != .untrusted) }
       // Prepare: the writes taken under the lock, the file checked, the journal's entries gathered and written.
       // A plain `UserDefaults` write of this process made after one of ours to the same key is the one saved.
       let taken = take(&turn)

@@ -192,12 +192,32 @@ final class WritesInCopy: Sendable {
   }
 
   /// Forgets the writes `marks` names once a save wrote them and corelibs' copy holds the file (a later write of a
-  /// key stays recorded).
-  func forget(_ marks: [PropertyListKey: UInt64]) {
+  /// key stays recorded). With `copyIsFile` false (the save left corelibs' copy older than the file: a write of ours
+  /// during the save kept it from being dropped), they are forgotten only once a load makes the copy the file
+  /// (``copyLoaded()``): until then a write whose value the copy lacks (one it kept no record of, loaded away) is
+  /// read from its record, not from the copy, which would give another process's older value after this process's
+  /// write had returned and been saved.
+  func forget(_ marks: [PropertyListKey: UInt64], copyIsFile: Bool = true) {
+    guard copyIsFile else {
+      committedBeforeLoad.withLock { $0.merge(marks) { _, newer in newer } }
+      return
+    }
     entries.withLock { entries in
       for (key, sequence) in marks where entries[key]?.sequence == sequence {
         if entries.removeValue(forKey: key)?.reloadedAway == true { reloadedAwayCount.subtract(1, ordering: .relaxed) }
       }
     }
+  }
+
+  /// The writes a save committed while it left corelibs' copy older than the file (``forget(_:copyIsFile:)``).
+  private let committedBeforeLoad = Locked<[PropertyListKey: UInt64]>([:])
+
+  /// corelibs' copy was loaded from the file, and is recorded as it: the writes saves committed before are forgotten.
+  func copyLoaded() {
+    let marks = committedBeforeLoad.withLock { marks in
+      defer { marks = [:] }
+      return marks
+    }
+    if !marks.isEmpty { forget(marks) }
   }
 }
