@@ -6,8 +6,10 @@ public import Foundation
 /// Each device writes only its own file, `<device>.plist` (the device's name is the sync's, kept in the store), with
 /// atomic saves (a file store's: ``DefaultsStore/init(fileURL:)``), and reads everyone's: so the file-sync tool never
 /// sees two writers of one file, and never makes conflict copies. A key's remote entry is the one with the greatest
-/// stamp among all the files. The folder is watched: another device's file arriving or changing is pulled within
-/// milliseconds of the tool writing it (Syncthing and Dropbox write a temporary file and rename it). On a network
+/// stamp among all the files (of two with one stamp, the one every device picks: ``SyncEntry/outranks(_:)``). The
+/// folder is watched: another device's file arriving or changing is pulled within milliseconds of the tool writing it
+/// (Syncthing and Dropbox write a temporary file and rename it), and this device's own file removed or changed by
+/// someone else makes it look at every key again, pushing what it wrote. On a network
 /// share (NFS, SMB) the file watches do not report other machines' changes: call ``DefaultsSync/synchronize()`` when
 /// the app starts or comes to the foreground.
 ///
@@ -24,6 +26,9 @@ public final class SyncedFolder: DefaultsRemote {
   /// Each device's file store, opened at its first start (a folder may serve several stores in one process, each its
   /// own device).
   private let files = Locked<[String: DefaultsStore]>([:])
+  /// Per device, its own file's stamp as this process's last push left it: another at a folder event is someone
+  /// else's doing (the file removed, replaced by a backup, or emptied), and the sync is told to push again.
+  private let pushedStamps = Locked<[String: SuiteFile.Stamp]>([:])
   /// The entries the last ``entries()`` skipped, by key (the greatest stamp of each), for the sync to report.
   private let skipped = Locked<[PropertyListKey: SyncRefusal]>([:])
   /// The wall clock the stamps are judged by (tests set it, as they set the sync's).
@@ -53,8 +58,10 @@ public final class SyncedFolder: DefaultsRemote {
     if files.withLock({ $0[device] }) == nil, let url = fileURL(of: device), let file = DefaultsStore(fileURL: url) {
       files.withLock { $0[device] = $0[device] ?? file }
     }
-    // The folder's events include this device's own saves (its plist, lock and journal): only another device's file
-    // arriving, changing or going is a change of the remote.
+    // The folder's events include this device's own saves (its plist, lock and journal): a change of the remote is
+    // another device's file arriving, changing or going, or this device's own file changed or removed by someone
+    // else (then every key is looked at again, and what this device wrote is pushed again: a device joining
+    // meanwhile would get defaults).
     let seen = Locked(otherFiles(than: device))
     let watch = FileSystem.posix.watch(folder.path, "") { [weak self] in
       guard let self else { return }
@@ -63,9 +70,23 @@ public final class SyncedFolder: DefaultsRemote {
         defer { seen = now }
         return seen != now
       }
-      if changed { onChange(DefaultsRemoteChange(reason: .serverChange, keys: nil)) }
+      if changed || ownFileChangedElsewhere(device) {
+        onChange(DefaultsRemoteChange(reason: .serverChange, keys: nil))
+      }
     }
     return DefaultsObservation { watch?.cancel() }
+  }
+
+  /// Whether this device's own file is no longer as its last push here left it (its stamp is remembered anew, so
+  /// that one change is told once). An event of this process's own push that comes before the push remembers its
+  /// stamp reads as a change too: one more look at every key, which finds nothing to push.
+  private func ownFileChangedElsewhere(_ device: String) -> Bool {
+    let now = SuiteFile(folder: folder.path, fileName: device + ".plist", system: .posix).stamp()
+    return pushedStamps.withLock { stamps in
+      guard let pushed = stamps[device], pushed != now else { return false }
+      stamps[device] = now
+      return true
+    }
   }
 
   /// The stamps of the other devices' files (each device's, and a file-sync tool's conflict copies).
@@ -108,7 +129,7 @@ public final class SyncedFolder: DefaultsRemote {
           refused[key] = (entry.stamp, SyncRefusal(key: key, device: entry.stamp.device, reason: reason))
           continue
         }
-        if let known = newest[key], known.entry.stamp >= entry.stamp { continue }
+        if let known = newest[key], !entry.outranks(known.entry) { continue }
         newest[key] = (entry, stored)
       }
     }
@@ -132,6 +153,8 @@ public final class SyncedFolder: DefaultsRemote {
       try own.edit { tx in
         for (key, entry) in entries { tx.record(.set(entry), forName: key) }
       }
+      let stamp = SuiteFile(folder: folder.path, fileName: device + ".plist", system: .posix).stamp()
+      pushedStamps.withLock { $0[device] = stamp }
     } catch let error as DefaultsError {
       throw error
     } catch {

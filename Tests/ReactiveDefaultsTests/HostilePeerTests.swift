@@ -228,4 +228,95 @@ import Testing
     #expect(pushed?.value == (stringKey ? .string("again") : .integer(4)))
     #expect(sync.status == .idle)
   }
+
+  @Test func entriesWithOneStampAreOrderedTheSameWayEverywhere() {
+    let stamp = SyncStamp(wall: 1_800_000_000_000, counter: 0, device: "d")
+    let values: [PropertyListValue?] = [nil, .integer(5), .integer(9), .string("a"), .dictionary(["x": .bool(true)])]
+    for a in values {
+      for b in values {
+        let (first, second) = (SyncEntry(stamp: stamp, value: a), SyncEntry(stamp: stamp, value: b))
+        if a == b {
+          #expect(!first.outranks(second))
+        } else {
+          #expect(
+            first.outranks(second) != second.outranks(first), "\(String(describing: a)), \(String(describing: b))")
+        }
+      }
+    }
+    // Two devices holding one stamp with different values each pick the same.
+    var holdsFive = SyncState(device: "x")
+    var holdsNine = SyncState(device: "y")
+    let five = SyncEntry(stamp: stamp, value: .integer(5))
+    let nine = SyncEntry(stamp: stamp, value: .integer(9))
+    holdsFive.records["k"] = .stamped(five, pending: false)
+    holdsNine.records["k"] = .stamped(nine, pending: false)
+    let here = holdsFive.reconcile("k", current: .integer(5), remote: nine, remoteKnown: true, now: 0)
+    let there = holdsNine.reconcile("k", current: .integer(9), remote: five, remoteKnown: true, now: 0)
+    let winner = nine.outranks(five) ? nine : five
+    #expect(holdsFive.records["k"]?.value == winner.value)
+    #expect(holdsNine.records["k"]?.value == winner.value)
+    #expect((here.write == .some(winner.value)) != (there.write == .some(winner.value)))
+  }
+
+  /// A synced folder's device file removed (by hand, by a file-sync tool's mistake), or the whole folder deleted and
+  /// made again empty: the device pushes what it wrote again, with no write of its own, and a device joining
+  /// afterwards gets the values, not defaults.
+  @Test(arguments: [false, true]) func aDevicesOwnFileRemovedIsPushedAgain(wholeFolder: Bool) async throws {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("removed-\(UUID())")
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let (first, _) = makeStore(.memory)
+    let firstSync = first.sync(["level"], with: SyncedFolder(folder), now: SyncClock.now)
+    first[Self.level] = 5
+    #expect(await firstSync.waitUntilIdle(timeout: syncIdleBound))
+    let own = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".plist") }
+    try #require(own.count == 1)
+    if wholeFolder {
+      // The folder deleted, and made again empty.
+      try FileManager.default.removeItem(at: folder)
+      try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    } else {
+      try FileManager.default.removeItem(at: folder.appendingPathComponent(own[0]))
+    }
+    let (joining, _) = makeStore(.memory)
+    let joiningSync = joining.sync(["level"], with: SyncedFolder(folder), now: SyncClock.now)
+    let heard = Recorder<Int>()
+    let token = joining.property(Self.level).observe { heard.append($0) }
+    defer { token.cancel() }
+    #expect(await heard.wait(timeout: 30 * timeoutScale) { $0.last == 5 }, "\(heard.values)")
+    withExtendedLifetime((firstSync, joiningSync)) {}
+  }
+
+  /// A device's file replaced by one carrying exactly its stamp with another value (a forged copy, or one restored
+  /// from a backup): the device and a device that joins pick the same value, by the order on entries, instead of the
+  /// device keeping its own and the joining one taking the file's.
+  @Test func aDevicesFileReplacedWithItsStampAndAnotherValueConverges() async throws {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("replaced-\(UUID())")
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let (first, _) = makeStore(.memory)
+    let firstSync = first.sync(["level"], with: SyncedFolder(folder), now: SyncClock.now)
+    first[Self.level] = 5
+    #expect(await firstSync.waitUntilIdle(timeout: syncIdleBound))
+    let own = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".plist") }
+    try #require(own.count == 1)
+    let ownURL = folder.appendingPathComponent(own[0])
+    let pushed = try #require(SyncedFolder(folder).entries()["level"].flatMap(SyncEntry.init))
+    let forged = SyncEntry(stamp: pushed.stamp, value: .integer(9))
+    let winner = forged.outranks(pushed) ? 9 : 5
+    let plist = PropertyListValue.dictionary(["level": forged.propertyListValue]).foundationObject
+    try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0)
+      .write(to: ownURL, options: .atomic)
+    let heardHere = Recorder<Int>()
+    let tokenHere = first.property(Self.level).observe { heardHere.append($0) }
+    defer { tokenHere.cancel() }
+    let (joining, _) = makeStore(.memory)
+    let joiningSync = joining.sync(["level"], with: SyncedFolder(folder), now: SyncClock.now)
+    let heard = Recorder<Int>()
+    let token = joining.property(Self.level).observe { heard.append($0) }
+    defer { token.cancel() }
+    #expect(await heard.wait(timeout: 30 * timeoutScale) { $0.last == winner }, "\(heard.values)")
+    #expect(await heardHere.wait(timeout: 30 * timeoutScale) { $0.last == winner }, "\(heardHere.values)")
+    #expect(await firstSync.waitUntilIdle(timeout: syncIdleBound))
+    #expect(await joiningSync.waitUntilIdle(timeout: syncIdleBound))
+    #expect(first[Self.level] == joining[Self.level])
+  }
 }

@@ -59,6 +59,14 @@ enum XMLPropertyList {
   /// white space and `<dict>` (or `<dict/>`), and for a dictionary a first `<key>`; at the end, `</dict>` (or that
   /// `<dict/>`), white space and `</plist>`, with white space after. A file cut short, binary, or holding another root
   /// is `notWhole`; what lies between is not looked at.
+  /// One value as the XML a property list holds it in (keys sorted): the same bytes for the same value on every
+  /// device, which the sync ranks entries by when their stamps are equal (``SyncEntry/outranks(_:)``).
+  static func encode(value: PropertyListValue) -> [UInt8] {
+    var writer = Writer()
+    writer.write(value, indent: 0)
+    return writer.bytes
+  }
+
   static func frame(_ bytes: Data) -> Frame {
     bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Frame in
       let bytes = buffer.bindMemory(to: UInt8.self)

@@ -118,6 +118,17 @@ struct SyncEntry: Hashable, Sendable {
     value = fields["v"]
   }
 
+  /// Whether this entry wins over `other`: the one with the greater stamp; of two with one stamp and different values
+  /// (a device's file forged, or restored from a backup), the one whose value's XML sorts after (a removal's, none,
+  /// sorts first). A total order on entries: every device that holds both picks the same, whichever it held first.
+  func outranks(_ other: SyncEntry) -> Bool {
+    if stamp != other.stamp { return stamp > other.stamp }
+    guard value != other.value else { return false }
+    let mine = value.map(XMLPropertyList.encode(value:)) ?? []
+    let theirs = other.value.map(XMLPropertyList.encode(value:)) ?? []
+    return theirs.lexicographicallyPrecedes(mine)
+  }
+
   var propertyListValue: PropertyListValue {
     var fields: [PropertyListKey: PropertyListValue] = [
       "t": .integer(Int128(stamp.wall)), "c": .integer(Int128(stamp.counter)), "d": .string(stamp.device),

@@ -72,12 +72,14 @@ struct SyncState: Equatable, Sendable {
         case .unstamped:
           record = .stamped(remote, pending: false)
           if remote.value != current { outcome.write = .some(remote.value) }
-        case .stamped(let mine, _) where remote.stamp > mine.stamp:
+        case .stamped(let mine, _) where remote.outranks(mine):
           record = .stamped(remote, pending: false)
           if remote.value != current { outcome.write = .some(remote.value) }
-        case .stamped(let mine, _) where remote.stamp == mine.stamp:
+        case .stamped(let mine, _) where remote == mine:
           record = .stamped(mine, pending: false)
         case .stamped(let mine, _):
+          // Older, or one stamp with a value that ranks below this device's (``SyncEntry/outranks(_:)``): pushed, so
+          // that the remote holds the entry every device picks.
           record = .stamped(mine, pending: true)
         }
       } else if case .stamped(let mine, _) = record {
