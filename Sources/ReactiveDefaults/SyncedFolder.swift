@@ -29,6 +29,9 @@ public final class SyncedFolder: DefaultsRemote {
   /// Per device, its own file's stamp as this process's last push left it: another at a folder event is someone
   /// else's doing (the file removed, replaced by a backup, or emptied), and the sync is told to push again.
   private let pushedStamps = Locked<[String: SuiteFile.Stamp]>([:])
+  /// Each device file's entries as last parsed, by file name, with the file's stamp then: a pull parses only the
+  /// files that changed since (every save of a device's file is a rename, so a changed file has another stamp).
+  private let parsed = Locked<[String: (stamp: SuiteFile.Stamp, entries: [PropertyListKey: PropertyListValue])]>([:])
   /// The entries the last ``entries()`` skipped, by key (the greatest stamp of each), for the sync to report.
   private let skipped = Locked<[PropertyListKey: SyncRefusal]>([:])
   /// The wall clock the stamps are judged by (tests set it, as they set the sync's).
@@ -118,10 +121,21 @@ public final class SyncedFolder: DefaultsRemote {
     let now = now()
     var newest: [PropertyListKey: (entry: SyncEntry, stored: PropertyListValue)] = [:]
     var refused: [PropertyListKey: (stamp: SyncStamp, refusal: SyncRefusal)] = [:]
+    var files: [String: (stamp: SuiteFile.Stamp, entries: [PropertyListKey: PropertyListValue])] = [:]
+    let known = parsed.withLock { $0 }
     for name in names.sorted() where Self.isDeviceFile(name) {
       // Every save of a device's file is a rename: a read without its lock sees one whole version.
       let file = SuiteFile(folder: folder.path, fileName: name, system: .posix)
-      guard let entries = (try? file.settledRead())??.entries else { continue }
+      guard let stamp = file.stamp() else { continue }
+      let entries: [PropertyListKey: PropertyListValue]
+      if let cached = known[name], cached.stamp == stamp {
+        entries = cached.entries
+      } else {
+        // Stamped before the read: a file replaced meanwhile has another stamp at the next pull, and is read again.
+        guard let read = (try? file.settledRead())??.entries else { continue }
+        entries = read
+      }
+      files[name] = (stamp, entries)
       for (key, stored) in entries {
         guard let entry = SyncEntry(stored) else { continue }
         if let reason = entry.stamp.dishonesty(now: now) {
@@ -133,6 +147,7 @@ public final class SyncedFolder: DefaultsRemote {
         newest[key] = (entry, stored)
       }
     }
+    parsed.withLock { $0 = files }
     skipped.withLock { $0 = refused.mapValues(\.refusal) }
     return Dictionary(uniqueKeysWithValues: newest.map { ($0.key.string, $0.value.stored) })
   }
