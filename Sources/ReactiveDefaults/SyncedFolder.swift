@@ -6,7 +6,7 @@ public import Foundation
 /// Each device writes only its own file, `<device>.plist` (the device's name is the sync's, kept in the store), with
 /// atomic saves (a file store's: ``DefaultsStore/init(fileURL:)``), and reads everyone's: so the file-sync tool never
 /// sees two writers of one file, and never makes conflict copies. A key's remote entry is the one with the greatest
-/// stamp among all the files (of two with one stamp, the one every device picks: ``SyncEntry/outranks(_:)``). The
+/// stamp among all the files (of two with one stamp, the one whose value every device ranks first). The
 /// folder is watched: another device's file arriving or changing is pulled within milliseconds of the tool writing it
 /// (Syncthing and Dropbox write a temporary file and rename it), and this device's own file removed or changed by
 /// someone else makes it look at every key again, pushing what it wrote. On a network
@@ -115,7 +115,7 @@ public final class SyncedFolder: DefaultsRemote {
   }
 
   /// For each key, the entry with the greatest stamp among every device's file, of those an honest clock could have
-  /// stamped (``SyncStamp/dishonesty(now:)``).
+  /// stamped (not more than a day ahead of this machine's clock, a counter from 0 to 2^32).
   public func entries() -> [String: PropertyListValue] {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
     let now = now()

@@ -96,7 +96,7 @@ extension DefaultsKeys {
     }
     // A URL relative to an absolute base is absolute.
     #expect(
-      try DocumentReference(url: URL(fileURLWithPath: name, relativeTo: here.deletingLastPathComponent())).url
-        == here.standardizedFileURL)
+      try DocumentReference(url: URL(fileURLWithPath: name, relativeTo: here.deletingLastPathComponent())).url.path
+        == here.standardizedFileURL.path)
   }
 }

@@ -340,24 +340,44 @@ private final class RefusingRemote: DefaultsRemote {
 }
 
 @Suite struct SyncForegroundTests {
-  @Test func aRefusedSynchronizeIsReportedAtStartAndAtEachForegroundWhichLooksAtEveryKey() async throws {
+  /// A sync's start asks the remote to synchronize, and reports a refusal; the app coming to the foreground looks at
+  /// every key, and asks again only after a minute without an ask (Apple's page for `synchronize()`: "sparingly";
+  /// AppKit's didBecomeActive comes at every switch back to the app, and asked every time).
+  @Test func aRefusedSynchronizeIsReportedAtStartAndAtAForegroundAMinuteLaterWhichLooksAtEveryKey() async throws {
     let remote = RefusingRemote()
+    let clock = Locked<Int64>(SyncClock.now())
+    let now: @Sendable () -> Int64 = { clock.withLock { $0 } }
     let (mine, issues) = makeStore(.memory, #function + UUID().uuidString)
-    let sync = mine.sync(.level, with: remote)
+    let sync = mine.sync(["level"], with: remote, now: now)
     #expect(remote.asked == 1)
     #expect(issues.values == [.syncFailed(reason: "refused")])
     // Another device pushes 5; this one hears nothing of it (the remote tells only at the foreground).
     let (other, _) = makeStore(.memory, #function + UUID().uuidString)
-    let otherSync = other.sync(.level, with: remote)
+    let otherSync = other.sync(["level"], with: remote, now: now)
+    #expect(remote.asked == 2, "each sync's start asks")
     other[.level] = 5
     #expect(await otherSync.waitUntilIdle(timeout: syncIdleBound))
     #expect(await sync.waitUntilIdle(timeout: syncIdleBound))
     #expect(mine[.level] == 1)
-    remote.comeToForeground()
+    // Within a minute of the last ask, however often the app comes back: every key is looked at, nothing is asked.
+    for _ in 0..<3 {
+      clock.withLock { $0 += 10_000 }
+      remote.comeToForeground()
+    }
     #expect(await sync.waitUntilIdle(timeout: syncIdleBound))
     #expect(mine[.level] == 5)
+    #expect(remote.asked == 2)
+    #expect(issues.values == [.syncFailed(reason: "refused")])
+    // A minute after the last ask: asked once (the two syncs share the remote), and the refusal reported.
+    clock.withLock { $0 += ForegroundAsks.interval }
+    remote.comeToForeground()
+    #expect(await sync.waitUntilIdle(timeout: syncIdleBound))
+    #expect(remote.asked == 3)
     #expect(issues.values == [.syncFailed(reason: "refused"), .syncFailed(reason: "refused")])
-    #expect(remote.asked == 4)  // each sync's start, and each at the foreground
+    // The app's own `synchronize()` always asks.
+    sync.synchronize()
+    #expect(remote.asked == 4)
+    withExtendedLifetime(otherSync) {}
   }
 }
 

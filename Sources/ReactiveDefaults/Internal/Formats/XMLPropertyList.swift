@@ -45,6 +45,14 @@ enum XMLPropertyList {
     return Data(writer.bytes)
   }
 
+  /// One value as the XML a property list holds it in (keys sorted): the same bytes for the same value on every
+  /// device, which the sync ranks entries by when their stamps are equal (``SyncEntry/outranks(_:)``).
+  static func encode(value: PropertyListValue) -> [UInt8] {
+    var writer = Writer()
+    writer.write(value, indent: 0)
+    return writer.bytes
+  }
+
   /// What the frame of an XML property list says (``frame(_:)``).
   enum Frame: Equatable {
     /// Cut short, binary, not XML, or another root.
@@ -59,14 +67,6 @@ enum XMLPropertyList {
   /// white space and `<dict>` (or `<dict/>`), and for a dictionary a first `<key>`; at the end, `</dict>` (or that
   /// `<dict/>`), white space and `</plist>`, with white space after. A file cut short, binary, or holding another root
   /// is `notWhole`; what lies between is not looked at.
-  /// One value as the XML a property list holds it in (keys sorted): the same bytes for the same value on every
-  /// device, which the sync ranks entries by when their stamps are equal (``SyncEntry/outranks(_:)``).
-  static func encode(value: PropertyListValue) -> [UInt8] {
-    var writer = Writer()
-    writer.write(value, indent: 0)
-    return writer.bytes
-  }
-
   static func frame(_ bytes: Data) -> Frame {
     bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Frame in
       let bytes = buffer.bindMemory(to: UInt8.self)

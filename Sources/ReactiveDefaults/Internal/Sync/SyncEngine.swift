@@ -114,6 +114,7 @@ final class SyncEngine: Sendable {
 
   /// Asks the remote to exchange now; a failure is reported (the sync goes on with what the remote has).
   func synchronizeRemote() {
+    ForegroundAsks.asked(remote, at: now())
     do {
       try remote.synchronize()
     } catch {
@@ -157,7 +158,8 @@ final class SyncEngine: Sendable {
       }
       queue.asyncAfter(deadline: .now() + .milliseconds(delay)) { [weak self] in self?.schedule(pull: []) }
     case .foreground:
-      synchronizeRemote()
+      // At most once a minute (``ForegroundAsks``); every key is looked at all the same.
+      if ForegroundAsks.mayAsk(remote, at: now()) { synchronizeRemote() }
       schedule(pull: [])
     case .serverChange:
       // After a push the server discarded before the device's first download (`initialSync`), this change may be
