@@ -572,3 +572,46 @@ import Testing
     #expect(issues.values.isEmpty)
   }
 }
+
+/// A plain write landing in the second synchronize of a save, after the first loaded another process's value over a
+/// library write corelibs kept no record of (the key was marked as loaded away): the plain write is the process's
+/// last, so it is read and saved, not taken for one more load that the library's write outlives (a review of the
+/// loaded-away rule: the plain write was lost from the file, and reads gave the library's value).
+@Suite(.linuxOnly) struct PlainWriteAfterALoadTookTheLibrarysWriteTests {
+  @Test(arguments: [false, true]) func aPlainChangeInTheNextSynchronizeIsKept(removal: Bool) async throws {
+    let (store, issues) = makeStore(.suite)
+    let name = try #require(store.suiteName)
+    let path = try #require(store.hub.persistence?.file.path)
+    let key = DefaultsKey<Int>("k", default: -1)
+    store[key] = 0
+    store[DefaultsKey<Int>("other", default: 0)] = 1
+    try await offThePool { try store.save() }
+    // Another process saves k = 2 and another key; then the library writes the 0 corelibs' copy still holds.
+    try PropertyListSerialization.data(fromPropertyList: ["k": 2, "other": 2], format: .xml, options: 0)
+      .write(to: URL(fileURLWithPath: path), options: .atomic)
+    store[key] = 0
+    let calls = Recorder<Int>()
+    CorelibsDomain.insideSynchronize.withLock { hooks in
+      hooks[name] = {
+        calls.append(calls.count)
+        guard calls.count == 2 else { return }
+        if removal {
+          UserDefaults(suiteName: name)?.removeObject(forKey: "k")
+        } else {
+          UserDefaults(suiteName: name)?.set(3, forKey: "k")
+        }
+      }
+    }
+    defer { _ = CorelibsDomain.insideSynchronize.withLock { $0.removeValue(forKey: name) } }
+    try await offThePool { try store.save() }
+    #expect(calls.count >= 2, "the save synchronized \(calls.count) times")
+    let expected = removal ? -1 : 3
+    #expect(store[key] == expected, "after the save")
+    try await offThePool { try store.save() }
+    #expect(store[key] == expected, "after the next save")
+    let saved = try #require(suiteFileBytes(name))
+    let domain = try PropertyListSerialization.propertyList(from: saved, format: nil) as? [String: Any]
+    #expect(domain?["k"] as? Int == (removal ? nil : 3), "in the file")
+    #expect(issues.values.isEmpty)
+  }
+}

@@ -46,7 +46,8 @@ final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
   }
 
   func loadMissingFile() -> Bool {
-    corelibs.reloadCopy(file: fileBeforeSynchronize)
+    // Without the suite's lock (the folder is gone): what the file held cannot be known until corelibs loads it.
+    corelibs.reloadCopy(file: { .unknown })
   }
 
   func saveForeignWrites() throws(SaveFailure) -> Bool {

@@ -43,11 +43,20 @@ final class WritesInCopy: Sendable {
     var unsavedInCopy = false
     /// A synchronize of the library's saved the write (corelibs held it as unsaved, and its save succeeded): the file
     /// holds it. Every synchronize of the library's runs under the suite's lock, so no other process's value of the
-    /// key can be loaded until the save that made it ends and forgets the write: a changed object is a plain write of
-    /// this process (one that landed inside a later synchronize of the same save, as the first of a save's two did).
+    /// key can be loaded until the save that made it ends, and forgets the write (or, when it left corelibs' copy
+    /// stale, keeps it ``committed`` until the next load, which would find another process's value only after that
+    /// process's own save): a changed object meanwhile is a plain write of this process (one that landed inside a
+    /// later synchronize of the same save, as the first of a save's two did).
     var savedInFile = false
     /// Which write this is (``marks(_:)``).
     var sequence: UInt64 = 0
+    /// A save committed the write while leaving corelibs' copy older than the file (``forget(_:copyIsFile:)``): the
+    /// record stands for the file until corelibs loads it again, then goes.
+    var committed = false
+
+    /// Whether a changed object of the key is told from a load of the file only by what the file held
+    /// (``FileBefore``): corelibs holds no unsaved write of it.
+    var isJudgedByTheFile: Bool { !overtaken && !unsavedInCopy && !savedInFile }
   }
 
   private let entries = Locked<[PropertyListKey: Entry]>([:])
@@ -100,12 +109,11 @@ final class WritesInCopy: Sendable {
     case unknown
   }
 
-  /// Whether some write is one corelibs keeps no record of, whose object only a load or a plain write can change
-  /// (a synchronize then needs ``FileBefore`` to tell the two apart).
+  /// Whether some write is one corelibs keeps no record of (or whose value a load took, or that a save committed),
+  /// whose object only a load or a plain write can change (a synchronize then needs ``FileBefore`` to tell the two
+  /// apart).
   var hasWritesCorelibsSkipped: Bool {
-    entries.withLock { entries in
-      entries.values.contains { !$0.overtaken && !$0.reloadedAway && !$0.unsavedInCopy && !$0.savedInFile }
-    }
+    entries.withLock { entries in entries.values.contains(where: \.isJudgedByTheFile) }
   }
 
   /// Before a synchronize of the library's: the keys whose object changed since they were looked at were written
@@ -113,6 +121,7 @@ final class WritesInCopy: Sendable {
   func beforeSynchronize(reading read: (String) -> AnyObject?) {
     look(reading: read) { _, entry, now in
       if now !== entry.object { entry.overtaken = true }
+      return true
     }
   }
 
@@ -121,19 +130,38 @@ final class WritesInCopy: Sendable {
   /// lost the library's write. A key corelibs held as unsaved kept its object through the synchronize: a changed one
   /// was written plainly meanwhile, on another thread (the save of a background save runs beside the app's writes).
   /// So was one whose write an earlier synchronize saved (``Entry/savedInFile``). Of the others, one whose value
-  /// changed was loaded from the file only if the file held that value (`file`); else it was written plainly.
+  /// changed was loaded from the file only if the file held that value (`file`); else it was written plainly. That
+  /// holds for a key a load already took from the library's write (``Entry/reloadedAway``: a plain write can land in
+  /// a later synchronize too) and for a write a save committed (``Entry/committed``: once corelibs loaded the file,
+  /// which holds it or a later process's value, its record goes).
   func afterSynchronize(reading read: (String) -> AnyObject?, saved: Bool, file: FileBefore) {
     look(reading: read) { key, entry, now in
       if now !== entry.object {
         if entry.unsavedInCopy || entry.savedInFile {
           entry.overtaken = true
-        } else if !entry.reloadedAway, case let value = now.flatMap(convert), value != entry.value {
+        } else {
+          let value = now.flatMap(convert)
+          let before = entry.object.flatMap(convert)
+          let loaded: Bool
           switch file {
-          case .copyIsFile: entry.overtaken = true
-          case .entries(let entries) where entries[key] != value: entry.overtaken = true
-          case .entries, .unknown:
+          // The same value again: corelibs loaded it (a plain write of the value held changes nothing either).
+          case _ where value == before: loaded = true
+          // corelibs' copy was the file: a load changes no value.
+          case .copyIsFile: loaded = false
+          case .entries(let entries): loaded = entries[key] == value
+          case .unknown: loaded = true
+          }
+          if !loaded {
+            entry.overtaken = true
+          } else if entry.committed {
+            return false
+          } else if value != entry.value, !entry.reloadedAway {
             entry.reloadedAway = true
             reloadedAwayCount.add(1, ordering: .relaxed)
+          } else if value == entry.value, entry.reloadedAway {
+            // The file holds the library's write again (its save committed it): the copy gives it.
+            entry.reloadedAway = false
+            reloadedAwayCount.subtract(1, ordering: .relaxed)
           }
         }
       }
@@ -142,11 +170,14 @@ final class WritesInCopy: Sendable {
         entry.savedInFile = true
       }
       entry.object = now
+      return true
     }
   }
 
+  /// Runs `update` on each entry not overtaken, with the object the copy holds for its key now; an entry for which
+  /// `update` returns false is forgotten.
   private func look(
-    reading read: (String) -> AnyObject?, _ update: (PropertyListKey, inout Entry, AnyObject?) -> Void
+    reading read: (String) -> AnyObject?, _ update: (PropertyListKey, inout Entry, AnyObject?) -> Bool
   ) {
     let taken = entries.withLock { $0 }
     guard !taken.isEmpty else { return }
@@ -156,8 +187,11 @@ final class WritesInCopy: Sendable {
       for (key, now) in seen {
         // Unless written again meanwhile (not by the library, whose writes wait: a removal of the key by `forget`).
         guard var entry = entries[key], entry.object === taken[key]?.object, !entry.overtaken else { continue }
-        update(key, &entry, now)
-        entries[key] = entry
+        if update(key, &entry, now) {
+          entries[key] = entry
+        } else if entries.removeValue(forKey: key)?.reloadedAway == true {
+          reloadedAwayCount.subtract(1, ordering: .relaxed)
+        }
       }
     }
   }
@@ -198,26 +232,24 @@ final class WritesInCopy: Sendable {
   /// read from its record, not from the copy, which would give another process's older value after this process's
   /// write had returned and been saved.
   func forget(_ marks: [PropertyListKey: UInt64], copyIsFile: Bool = true) {
-    guard copyIsFile else {
-      committedBeforeLoad.withLock { $0.merge(marks) { _, newer in newer } }
-      return
-    }
     entries.withLock { entries in
       for (key, sequence) in marks where entries[key]?.sequence == sequence {
-        if entries.removeValue(forKey: key)?.reloadedAway == true { reloadedAwayCount.subtract(1, ordering: .relaxed) }
+        if !copyIsFile {
+          entries[key]?.committed = true
+        } else if entries.removeValue(forKey: key)?.reloadedAway == true {
+          reloadedAwayCount.subtract(1, ordering: .relaxed)
+        }
       }
     }
   }
 
-  /// The writes a save committed while it left corelibs' copy older than the file (``forget(_:copyIsFile:)``).
-  private let committedBeforeLoad = Locked<[PropertyListKey: UInt64]>([:])
-
   /// corelibs' copy was loaded from the file, and is recorded as it: the writes saves committed before are forgotten.
   func copyLoaded() {
-    let marks = committedBeforeLoad.withLock { marks in
-      defer { marks = [:] }
-      return marks
+    entries.withLock { entries in
+      for (key, entry) in entries where entry.committed {
+        entries.removeValue(forKey: key)
+        if entry.reloadedAway { reloadedAwayCount.subtract(1, ordering: .relaxed) }
+      }
     }
-    if !marks.isEmpty { forget(marks) }
   }
 }

@@ -247,7 +247,8 @@ final class SyncEngine: Sendable {
         for (key, refusal) in folder.refusals where looked.contains(key) { refusals[key] = refusals[key] ?? refusal }
       }
       problem = try push(pushes, remoteEntries: remoteEntries)
-      problem = problem ?? refused(refusals.values.sorted { $0.key < $1.key })
+      let refusal = refused(refusals.values.sorted { $0.key < $1.key })
+      problem = problem ?? refusal
     } catch {
       let failure = error as? DefaultsError ?? .syncFailed(reason: "\(error)")
       report(failure)
