@@ -17,8 +17,8 @@ struct SyncDecision {
   var pushes: [PropertyListKey: SyncEntry] = [:]
   /// Remote entries refused: their stamps no honest clock makes (``SyncStamp/dishonesty(now:)``), or their values do
   /// not decode as their keys' types (an older or newer app version's, another program's). Each key of them
-  /// was looked at as if the remote had not been read: a local write is stamped and pushed, nothing is pulled, and
-  /// the clock never sees the stamp.
+  /// was looked at as if the remote had not been read: a local write is stamped and pushed, and nothing is pulled;
+  /// the clock sees the stamp of a value refused for its type only.
   var refusals: [PropertyListKey: SyncRefusal] = [:]
 
   /// Stamps the batch's local writes at `time` and applies the winning remote entries to `state`; `decodes` tells
@@ -41,6 +41,11 @@ struct SyncDecision {
       let entry = remoteEntries?[key.string].flatMap(SyncEntry.init)
       if let entry, let reason = Self.refusal(of: entry, key: key, now: time, decodes: decodes) {
         refusals[key] = SyncRefusal(key: key, device: entry.stamp.device, reason: reason)
+        // A value refused for its type has an honest stamp: seen, so that this device's next write outranks it
+        // (else, in a synced folder, the refused entry would stay the newest, and the devices would differ).
+        if entry.stamp.dishonesty(now: time) == nil, SyncClock.takesIn(entry.stamp, now: time) {
+          self.state.clock.see(entry.stamp)
+        }
         let outcome = self.state.reconcile(key, current: own[key], remote: nil, remoteKnown: false, now: time)
         if let push = outcome.push { pushes[key] = push }
         continue

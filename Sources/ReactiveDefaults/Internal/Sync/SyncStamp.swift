@@ -66,20 +66,36 @@ struct SyncClock: Equatable, Sendable {
     if now > wall {
       wall = now
       counter = 0
-    } else if counter < Int64.max {
+    } else if counter < Self.counterLimit {
       counter += 1
     } else if wall < Int64.max {
+      // Counting on would make stamps other devices refuse: the next millisecond instead, still above.
       wall += 1
       counter = 0
     }
     return SyncStamp(wall: wall, counter: counter, device: device)
   }
 
+  /// The greatest counter this clock stamps, and sees: half the greatest another device's may hold, so that a stamp
+  /// at the bound, seen, leaves room for this device's own writes within what other devices accept.
+  static let counterLimit = SyncStamp.maximumCounter / 2
+  /// How far ahead of this device's clock a stamp it sees may be: half the most another device's may be, so that
+  /// this device's stamps, carried ahead by it, stay within what other devices accept though their clocks lag.
+  static let leadLimit = SyncStamp.maximumLead / 2
+
+  /// Whether the clock takes in `stamp` (``see(_:)``) at `now`: within ``counterLimit`` and ``leadLimit``. A stamp
+  /// beyond them but within ``SyncStamp/dishonesty(now:)``'s bounds is accepted as a value without being seen: a
+  /// write of this device may then lose to it until this device's clock reaches it (a millisecond for a great
+  /// counter; for a stamp half a day to a day ahead, until the time it names).
+  static func takesIn(_ stamp: SyncStamp, now: Int64) -> Bool {
+    let (latest, overflow) = now.addingReportingOverflow(leadLimit)
+    return stamp.counter >= 0 && stamp.counter <= counterLimit && (overflow || stamp.wall <= latest)
+  }
+
   /// Whether the clock could have been made by an honest clock read at `now` from the stamps it saw
-  /// (``SyncStamp/dishonesty(now:)``; its own writes may count once more as far): one saved before stamps from
-  /// outside were bounded may hold a poisoned time.
+  /// (``SyncStamp/dishonesty(now:)``): one saved before stamps from outside were bounded may hold a poisoned time.
   func isHonest(now: Int64) -> Bool {
-    SyncStamp(wall: wall, counter: counter / 2, device: "").dishonesty(now: now) == nil
+    SyncStamp(wall: wall, counter: counter, device: "").dishonesty(now: now) == nil
   }
 
   /// Takes in a stamp from elsewhere: the next ``tick(now:device:)`` stamps above it.

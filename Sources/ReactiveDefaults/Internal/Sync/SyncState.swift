@@ -27,6 +27,9 @@ struct SyncState: Equatable, Sendable {
   var device: String
   var clock = SyncClock()
   var records: [PropertyListKey: Record] = [:]
+  /// Whether the state was made or repaired since stamps from outside are bounded (stored as `b`): one saved before
+  /// may hold a poisoned clock or records, and is repaired once (``repair(now:)``).
+  var bounded = true
 
   init(device: String) {
     self.device = device
@@ -67,7 +70,7 @@ struct SyncState: Equatable, Sendable {
     }
     if remoteKnown {
       if let remote {
-        clock.see(remote.stamp)
+        if SyncClock.takesIn(remote.stamp, now: now) { clock.see(remote.stamp) }
         switch record {
         case .unstamped:
           record = .stamped(remote, pending: false)
@@ -91,19 +94,30 @@ struct SyncState: Equatable, Sendable {
     return outcome
   }
 
-  /// Repairs what a stamp no honest clock makes left here before such stamps were refused (``SyncStamp/dishonesty(now:)``,
-  /// judged at `now`): a record holding one becomes unstamped (the key keeps its value, which is never pushed, and
-  /// any honest entry wins over it), and a poisoned clock starts again from the greatest stamp left. (A clock near
-  /// `Int64.max` made every launch trap at its first synced write, until the state was removed by hand.)
+  /// Repairs, once, what a stamp no honest clock makes left in a state saved before such stamps were refused
+  /// (``SyncStamp/dishonesty(now:)``, judged at `now`; a state marked ``bounded`` is left alone, so that a clock
+  /// that later runs behind by more than a day is not taken for a poisoned state). A record another device stamped
+  /// so becomes unstamped (the key keeps its value, never pushed, and any honest entry wins over it); a poisoned
+  /// clock starts again from the greatest stamp left; this device's own records stamped so are stamped again and
+  /// pushed. (A clock near `Int64.max` made every launch trap at its first synced write, until the state was
+  /// removed by hand.)
   mutating func repair(now: Int64) {
+    guard !bounded else { return }
+    bounded = true
+    var restamp: [PropertyListKey] = []
     for (key, record) in records {
-      if case .stamped(let entry, _) = record, entry.stamp.dishonesty(now: now) != nil {
-        records[key] = .unstamped(entry.value)
-      }
+      guard case .stamped(let entry, _) = record, entry.stamp.dishonesty(now: now) != nil else { continue }
+      records[key] = .unstamped(entry.value)
+      if entry.stamp.device == device { restamp.append(key) }
     }
-    guard !clock.isHonest(now: now) else { return }
-    clock = SyncClock()
-    for case .stamped(let entry, _) in records.values { clock.see(entry.stamp) }
+    if !clock.isHonest(now: now) {
+      clock = SyncClock()
+      for case .stamped(let entry, _) in records.values { clock.see(entry.stamp) }
+    }
+    for key in restamp.sorted(by: { $0.string < $1.string }) {
+      let value = records[key]?.value
+      records[key] = .stamped(SyncEntry(stamp: clock.tick(now: now, device: device), value: value), pending: true)
+    }
   }
 
   /// Records the value a key holds when the sync first sees it, unstamped: it is never pushed.
@@ -127,8 +141,8 @@ struct SyncState: Equatable, Sendable {
 // MARK: - Stored form
 
 extension SyncState {
-  /// The state as stored: `device`, `t` and `c` (the clock), and `keys`: per key `v` (the value; absent: none), and
-  /// either `u` (unstamped) or the stamp `t`, `c`, `d` with `p` (pending).
+  /// The state as stored: `device`, `t` and `c` (the clock), `b` (``bounded``), and `keys`: per key `v` (the value;
+  /// absent: none), and either `u` (unstamped) or the stamp `t`, `c`, `d` with `p` (pending).
   var propertyListValue: PropertyListValue {
     var keys: [PropertyListKey: PropertyListValue] = [:]
     for (key, record) in records {
@@ -145,7 +159,7 @@ extension SyncState {
     }
     return .dictionary([
       "device": .string(device), "t": .integer(Int128(clock.wall)), "c": .integer(Int128(clock.counter)),
-      "keys": .dictionary(keys),
+      "keys": .dictionary(keys), "b": .bool(bounded),
     ])
   }
 
@@ -161,6 +175,7 @@ extension SyncState {
     else { return nil }
     self.device = device
     clock = SyncClock(wall: wall, counter: counter)
+    bounded = fields["b"] == .bool(true)
     for (key, value) in keys {
       guard case .dictionary(let fields) = value else { continue }
       if fields["u"] != nil {
