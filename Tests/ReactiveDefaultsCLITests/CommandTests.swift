@@ -67,6 +67,7 @@ import Testing
     ["write", "dom", "k", "-unknown", "v"], ["watch"], ["export", "dom"], ["help", "nope"], ["domains", "x"],
     // Issue 48: stored as `inf`, and the last duplicate kept, silently.
     ["write", "dom", "k", "-float", "1e400"], ["write", "dom", "k", "-float", "-1e400"],
+    ["write", "dom", "k", "-float", "1e-400"],
     ["write", "dom", "k", "-dict", "a", "1", "a", "2"],
   ])
   func usageErrorsExitSixtyFour(_ arguments: [String]) async throws {

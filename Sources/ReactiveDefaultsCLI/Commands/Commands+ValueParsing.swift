@@ -30,9 +30,14 @@ extension Commands {
       guard let number = Int64(try single()) else { throw invalid("an integer") }
       return .integer(Int128(number))
     case "-float", "-double", "-real":
-      guard let number = Double(try single()) else { throw invalid("a number") }
-      // `Double("1e400")` is infinity: stored, it would silently be another number than the one asked for.
-      guard number.isFinite else { throw invalid("a finite number (at most about ±1.8e308)") }
+      let text = try single()
+      guard let number = Double(text) else { throw invalid("a number") }
+      // `Double("1e400")` is infinity, and `Double("1e-400")` zero: stored, either would silently be another number
+      // than the one asked for.
+      let mantissa = text.prefix { $0 != "e" && $0 != "E" }
+      guard number.isFinite, number != 0 || !mantissa.contains(where: { ("1"..."9").contains($0) }) else {
+        throw invalid("a number a double holds (about ±2.2e-308 to ±1.8e308, or 0)")
+      }
       return .real(number)
     case "-bool", "-boolean":
       guard let flag = Bool(propertyListValue: .string(try single())) ?? ["1": true, "0": false][values[0]] else {

@@ -265,8 +265,17 @@ final class SyncEngine: Sendable {
   private func decide(
     _ batch: SyncBatch, withRemote: [PropertyListKey], remoteEntries: [String: PropertyListValue]?
   ) throws -> (pushes: [PropertyListKey: SyncEntry], refusals: [PropertyListKey: SyncRefusal]) {
+    // Decoded here, before the edit: a key's type may be the app's own, whose decoding must not run under the
+    // suite's locks.
     let decoders = work.withLock { $0.decoders }
-    let decodes: (PropertyListKey, PropertyListValue) -> Bool = { key, value in decoders[key]?(value) ?? true }
+    var undecodable: Set<PropertyListKey> = []
+    for key in withRemote {
+      guard let decodes = decoders[key], let entry = remoteEntries?[key.string].flatMap(SyncEntry.init),
+        let value = entry.value, !decodes(value)
+      else { continue }
+      undecodable.insert(key)
+    }
+    let decodes: (PropertyListKey, PropertyListValue) -> Bool = { key, _ in !undecodable.contains(key) }
     let seen = SyncState(store.hub.storage.value(forKey: DefaultsSync.stateKey))
     if let seen, !batch.accountChanged {
       let dry = SyncDecision(
