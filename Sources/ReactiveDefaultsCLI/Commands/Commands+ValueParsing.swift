@@ -3,6 +3,17 @@ import Foundation
 import ReactiveDefaults
 
 extension Commands {
+  /// Whether a number's text spells zero (its digits before the exponent all 0), rather than a number too small for
+  /// a double: `0`, `-0.0`, `0e5`, `0x0p3`.
+  static func spellsZero(_ text: String) -> Bool {
+    var digits = Substring(text)
+    if digits.first == "-" || digits.first == "+" { digits = digits.dropFirst() }
+    let hex = digits.lowercased().hasPrefix("0x")
+    if hex { digits = digits.dropFirst(2) }
+    let mantissa = digits.prefix { hex ? $0 != "p" && $0 != "P" : $0 != "e" && $0 != "E" }
+    return mantissa.allSatisfy { $0 == "0" || $0 == "." }
+  }
+
   static func parseValue(type: String?, _ values: [String]) throws -> PropertyListValue {
     guard let type else {
       guard let value = values.first else { throw RDefaults.usage("a value is missing.", command: "write") }
@@ -34,9 +45,8 @@ extension Commands {
       guard let number = Double(text) else { throw invalid("a number") }
       // `Double("1e400")` is infinity, and `Double("1e-400")` zero: stored, either would silently be another number
       // than the one asked for.
-      let mantissa = text.prefix { $0 != "e" && $0 != "E" }
-      guard number.isFinite, number != 0 || !mantissa.contains(where: { ("1"..."9").contains($0) }) else {
-        throw invalid("a number a double holds (about ±2.2e-308 to ±1.8e308, or 0)")
+      guard number.isFinite, number != 0 || Self.spellsZero(text) else {
+        throw invalid("a finite number a double holds (at most about ±1.8e308; not so small it would be 0)")
       }
       return .real(number)
     case "-bool", "-boolean":

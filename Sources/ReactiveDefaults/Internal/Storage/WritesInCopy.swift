@@ -92,7 +92,7 @@ final class WritesInCopy: Sendable {
     guard let entry = entries.withLock({ $0[PropertyListKey(key)] }), entry.reloadedAway, !entry.overtaken else {
       return nil
     }
-    guard read(key) === entry.object else { return nil }
+    guard isUnchanged(entry, now: read(key)) else { return nil }
     return .some(entry.value)
   }
 
@@ -116,11 +116,22 @@ final class WritesInCopy: Sendable {
     entries.withLock { entries in entries.values.contains(where: \.isJudgedByTheFile) }
   }
 
+  /// Whether the copy's object `now` is still what `entry` looked at: the same object, or, for a key whose change is
+  /// judged by the file, the same value anew (corelibs loaded its copy again outside the library: the app's own
+  /// `UserDefaults.synchronize()` drops every domain with nothing unsaved).
+  private func isUnchanged(_ entry: Entry, now: AnyObject?) -> Bool {
+    now === entry.object || (entry.isJudgedByTheFile && now.flatMap(convert) == entry.object.flatMap(convert))
+  }
+
   /// Before a synchronize of the library's: the keys whose object changed since they were looked at were written
   /// plainly. `read` reads the copy's object for a key.
   func beforeSynchronize(reading read: (String) -> AnyObject?) {
     look(reading: read) { _, entry, now in
-      if now !== entry.object { entry.overtaken = true }
+      if isUnchanged(entry, now: now) {
+        entry.object = now
+      } else {
+        entry.overtaken = true
+      }
       return true
     }
   }
@@ -144,11 +155,11 @@ final class WritesInCopy: Sendable {
           let before = entry.object.flatMap(convert)
           let loaded: Bool
           switch file {
-          // The same value again: corelibs loaded it (a plain write of the value held changes nothing either).
-          case _ where value == before: loaded = true
-          // corelibs' copy was the file: a load changes no value.
-          case .copyIsFile: loaded = false
+          // What the file held is what a load gives.
           case .entries(let entries): loaded = entries[key] == value
+          // corelibs' copy was the file: a load changes no value, and gives the same value anew (a plain write of
+          // that value cannot be told from it, and changes nothing).
+          case .copyIsFile: loaded = value == before
           case .unknown: loaded = true
           }
           if !loaded {
@@ -205,7 +216,7 @@ final class WritesInCopy: Sendable {
     var result = writes
     for (key, entry) in taken {
       let now = read(key.string)
-      guard entry.overtaken || now !== entry.object else { continue }
+      guard entry.overtaken || !isUnchanged(entry, now: now) else { continue }
       guard let now else {
         result[key] = .some(nil)
         continue

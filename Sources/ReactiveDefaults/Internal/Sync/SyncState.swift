@@ -110,9 +110,13 @@ struct SyncState: Equatable, Sendable {
       records[key] = .unstamped(entry.value)
       if entry.stamp.device == device { restamp.append(key) }
     }
-    if !clock.isHonest(now: now) {
+    // Beyond what the clock takes in (half the bounds), this device's own stamps would be refused by devices whose
+    // clocks lag: started again from the stamps it may take in.
+    if !SyncClock.takesIn(SyncStamp(wall: clock.wall, counter: clock.counter, device: device), now: now) {
       clock = SyncClock()
-      for case .stamped(let entry, _) in records.values { clock.see(entry.stamp) }
+      for case .stamped(let entry, _) in records.values where SyncClock.takesIn(entry.stamp, now: now) {
+        clock.see(entry.stamp)
+      }
     }
     for key in restamp.sorted(by: { $0.string < $1.string }) {
       let value = records[key]?.value
