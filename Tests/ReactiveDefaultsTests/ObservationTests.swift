@@ -177,7 +177,7 @@ private func observeVolumeAndCount(
     withExtendedLifetime(token) {}
   }
 
-  @Test(arguments: Storage.allCases) func bindKeepsTwoPropertiesEqualBothWays(storage: Storage) {
+  @Test(arguments: Storage.allCases) func bindKeepsTwoPropertiesEqualBothWays(storage: Storage) async {
     let (first, _) = makeStore(storage)
     let (second, _) = makeStore(storage)
     // Values are checked through the stores: reading `value` would add an Observation subscription.
@@ -187,13 +187,21 @@ private func observeVolumeAndCount(
     let writesToB = Recorder<Double>()
     let watch = b.observe(initial: false) { writesToB.append($0) }
     let before = first.hub.observerCount + second.hub.observerCount
+    let writesToA = Recorder<Double>()
+    let watchA = a.observe(initial: false) { writesToA.append($0) }
     let link = a.bind(to: b)
     #expect(second[.volume] == 0.2)  // the receiver's value is copied first
+    // The other side follows once the writer's observers have run: on the writing thread, or just after the write
+    // returns when another thread is delivering to them (a suite's save re-reads observed keys: only one thread calls
+    // a handler at a time). The sanitizer's slowness made a save's delivery overlap the next write here.
     a.value = 0.3
+    #expect(await writesToB.wait(timeout: 10 * timeoutScale) { $0.last == 0.3 }, "\(writesToB.values)")
     #expect(second[.volume] == 0.3)
     b.value = 0.4
+    #expect(await writesToA.wait(timeout: 10 * timeoutScale) { $0.last == 0.4 }, "\(writesToA.values)")
     #expect(first[.volume] == 0.4)
     #expect(writesToB.values == [0.2, 0.3, 0.4])  // no echo
+    watchA.cancel()
     link.cancel()
     #expect(first.hub.observerCount + second.hub.observerCount == before)
     a.value = 0.6
