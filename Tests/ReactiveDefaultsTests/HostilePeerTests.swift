@@ -259,6 +259,17 @@ import Testing
     #expect((here.write == .some(winner.value)) != (there.write == .some(winner.value)))
   }
 
+  /// A device syncing `level` through `folder`, once it wrote 5 and pushed it; its own file in the folder.
+  private func deviceThatWroteFive(in folder: URL) async throws -> (DefaultsStore, DefaultsSync, URL) {
+    let (store, _) = makeStore(.memory)
+    let sync = store.sync(["level"], with: SyncedFolder(folder), now: SyncClock.now)
+    store[Self.level] = 5
+    #expect(await sync.waitUntilIdle(timeout: syncIdleBound))
+    let own = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".plist") }
+    try #require(own.count == 1)
+    return (store, sync, folder.appendingPathComponent(own[0]))
+  }
+
   /// A synced folder's device file removed (by hand, by a file-sync tool's mistake): the device pushes what it wrote
   /// again, with no write of its own, and a device joining afterwards gets the values, not defaults.
   /// (Not the whole folder deleted and made again at once: the folder's watch, looking for the folder again, can miss
@@ -266,13 +277,8 @@ import Testing
   @Test func aDevicesOwnFileRemovedIsPushedAgain() async throws {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("removed-\(UUID())")
     defer { try? FileManager.default.removeItem(at: folder) }
-    let (first, _) = makeStore(.memory)
-    let firstSync = first.sync(["level"], with: SyncedFolder(folder), now: SyncClock.now)
-    first[Self.level] = 5
-    #expect(await firstSync.waitUntilIdle(timeout: syncIdleBound))
-    let own = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".plist") }
-    try #require(own.count == 1)
-    try FileManager.default.removeItem(at: folder.appendingPathComponent(own[0]))
+    let (_, firstSync, ownURL) = try await deviceThatWroteFive(in: folder)
+    try FileManager.default.removeItem(at: ownURL)
     let (joining, _) = makeStore(.memory)
     let joiningSync = joining.sync(["level"], with: SyncedFolder(folder), now: SyncClock.now)
     let heard = Recorder<Int>()
@@ -288,13 +294,7 @@ import Testing
   @Test func aDevicesFileReplacedWithItsStampAndAnotherValueConverges() async throws {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("replaced-\(UUID())")
     defer { try? FileManager.default.removeItem(at: folder) }
-    let (first, _) = makeStore(.memory)
-    let firstSync = first.sync(["level"], with: SyncedFolder(folder), now: SyncClock.now)
-    first[Self.level] = 5
-    #expect(await firstSync.waitUntilIdle(timeout: syncIdleBound))
-    let own = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".plist") }
-    try #require(own.count == 1)
-    let ownURL = folder.appendingPathComponent(own[0])
+    let (first, firstSync, ownURL) = try await deviceThatWroteFive(in: folder)
     let pushed = try #require(SyncedFolder(folder).entries()["level"].flatMap(SyncEntry.init))
     let forged = SyncEntry(stamp: pushed.stamp, value: .integer(9))
     let winner = forged.outranks(pushed) ? 9 : 5
