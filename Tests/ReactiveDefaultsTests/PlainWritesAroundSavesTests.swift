@@ -16,6 +16,8 @@ import Testing
   enum Step: Sendable, CustomStringConvertible {
     /// `store[key] = value`
     case ours(Int)
+    /// `store.reset(key)`
+    case oursRemove
     /// `UserDefaults(suiteName:).set(value, forKey:)`
     case plain(Int)
     case plainRemove
@@ -26,6 +28,7 @@ import Testing
     var description: String {
       switch self {
       case .ours(let value): "ours \(value)"
+      case .oursRemove: "our removal"
       case .plain(let value): "plain \(value)"
       case .plainRemove: "plain removal"
       case .plainSynchronize: "plain synchronize()"
@@ -34,6 +37,9 @@ import Testing
   }
 
   struct Order: Sendable, CustomTestStringConvertible {
+    /// Run after the write of ours (5) that the first save takes, before that save. With such steps the suite also
+    /// holds another key: corelibs removes the file of a suite it holds empty, and then has no file to merge with.
+    var before: [Step] = []
     /// Run by the saving thread once the first save took the library's writes, before corelibs saves.
     var during: [Step]
     /// Run once that save returned, before the second.
@@ -41,7 +47,9 @@ import Testing
     /// The value the process's last write left (nil: none, the key reads its default).
     var last: Int?
 
-    var testDescription: String { "during the save \(during), after it \(after)" }
+    var testDescription: String {
+      (before.isEmpty ? "" : "before the save \(before), ") + "during it \(during), after it \(after)"
+    }
   }
 
   static let orders: [Order] = [
@@ -55,6 +63,11 @@ import Testing
     Order(during: [.ours(1)], after: [.plainRemove], last: nil),
     Order(during: [.ours(1)], after: [.plain(2), .ours(3)], last: 3),
     Order(during: [.plain(2)], after: [.ours(1), .plain(4)], last: 4),
+    // The save takes the plain write in the place of our removal; the plain removal after it leaves the copy as our
+    // removal had (no object), and is the process's last write (the checker's plainThreads kind, seed 271842565:
+    // the plain write was merged over corelibs' file, which held the removal).
+    Order(before: [.oursRemove, .plain(2)], during: [.plainRemove], after: [], last: nil),
+    Order(before: [.oursRemove, .plain(2)], during: [], after: [.plainRemove], last: nil),
   ]
 
   @Test(arguments: orders) func theLastWriteOfTheProcessWins(_ order: Order) async throws {
@@ -68,6 +81,7 @@ import Testing
       guard let raw = UserDefaults(suiteName: name) else { return }
       switch step {
       case .ours(let value): store[key] = value
+      case .oursRemove: store.reset(key)
       case .plain(let value): raw.set(value, forKey: "k")
       case .plainRemove: raw.removeObject(forKey: "k")
       case .plainSynchronize:
@@ -79,6 +93,7 @@ import Testing
       }
     }
     store[key] = 0
+    if !order.before.isEmpty { store[DefaultsKey<Int>("other", default: 0)] = 1 }
     try store.save()
     let seen = Recorder<Int>()
     let token = store.property(key).observe { seen.append($0) }
@@ -93,6 +108,7 @@ import Testing
     }
     defer { _ = TrackedFile.saveSteps.withLock { $0.removeValue(forKey: path) } }
     store[key] = 5
+    for step in order.before { run(step) }
     try await offThePool { try store.save() }
     #expect(ran.count == 1)
     for step in order.after { run(step) }

@@ -36,9 +36,13 @@ extension SuitePersistence {
       try withoutWrites(hooks) { () throws(SaveFailure) in
         suite.saveWithCorelibs(&save)
         // Every write of ours up to now: this save's, and the newer ones made since it took them; and a plain
-        // `UserDefaults` write of this process made since one of them, in its place (corelibs' save kept it).
+        // `UserDefaults` write of this process made since one of them, in its place (corelibs' save kept it). From
+        // the writes of ours as taken, not `save.writes`: a plain write those hold in the place of ours can have
+        // been followed by another that left the copy as ours had (a plain removal after a plain set, of a key ours
+        // removed), and the copy as it is now is the process's last write (the checker's plainThreads kind, seed
+        // 271842565: the first plain write was merged over corelibs' file, which held the removal).
         let since = unsavedWrites
-        let newest = save.writes.merging(since) { _, newer in newer }
+        let newest = taken.merging(since) { _, newer in newer }
         save.newest = suite.corelibs.withLaterPlainWrites(newest)
         if save.newest != newest { save.keepsLaterPlainWrites = true }
         try suite.commit(&save)
