@@ -134,10 +134,15 @@ final class DeviceRun {
     switch operation {
     case .write(let device, let key, let value):
       guard let store = devices[device]?.store else { return }
+      // What the store held just before: a pull landing between the look and the write leaves an older entry
+      // there, which the write must outrank all the same.
+      let seen = store[Self.key(key)]
       store[Self.key(key)] = value
       noteWhileStopped(device)
       history.writes.append(
-        .init(operation: index, device: device, key: key, value: value, account: account(device), wall: wall(device)))
+        .init(
+          operation: index, device: device, key: key, value: value, account: account(device), wall: wall(device),
+          seen: seen))
     case .remove(let device, let key):
       guard let store = devices[device]?.store else { return }
       // Removing a key that holds nothing writes nothing. The look and the removal are one edit: a folder device's

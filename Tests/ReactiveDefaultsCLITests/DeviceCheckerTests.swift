@@ -60,6 +60,24 @@ import Testing
     #expect(history.violations(of: plan) == [])
   }
 
+  /// A write made after the device pulled another's entry outranks it, whatever the clocks say: device 1, its clock
+  /// behind, pulled 5 (stamped 10 by one), then wrote 7; stamped 8 (its clock ignored the pull), 7 loses to 5, and
+  /// the lost-write rule excuses it (a later stamp beat it). Stamped above 5, it keeps the contract.
+  @Test func aWriteAfterAPullStampedBelowThePulledEntryIsFlagged() {
+    var history = agreeing()
+    history.writes.append(.init(operation: 1, device: 1, key: 0, value: 7, account: "A", wall: 8, seen: 5))
+    history.uploads.append(.init(account: "A", key: 0, value: 7, stamp: stamp(8, "two")))
+    #expect(
+      history.violations(of: plan) == [
+        "key 0: device 1's write 7 (operation 1) was made after it pulled 5 stamped \(stamp(10, "one")), yet is "
+          + "stamped \(stamp(8, "two")), not above it: a write after a pull must outrank the pulled entry"
+      ])
+    history.uploads[1].stamp = DeviceStamp(wall: 10, counter: 1, device: "two")
+    history.finalValues = [[7, nil, nil], [7, nil, nil]]
+    history.heard = [[[nil, 5, 7], [nil], [nil]], [[nil, 5, 7], [nil], [nil]]]
+    #expect(history.violations(of: plan) == [])
+  }
+
   @Test func aWriteAKillUndidIsNotOwedButTheOneBeforeItIs() {
     var history = agreeing()
     // Device 0 wrote 7 after its 5, and was killed before 7 was saved: 7 is undone; the 5 it holds reached the remote.

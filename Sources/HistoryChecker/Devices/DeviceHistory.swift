@@ -45,10 +45,16 @@ package struct DeviceHistory: Codable, Sendable, Equatable {
     /// sync, which sees only the value its store holds when it starts, has nothing to push. Or lost when the device's
     /// process was killed before its save: the store held an earlier value when it started again.
     package var undone = false
+    /// The value the device's store held for the key just before the write (nil: none, or not known: a device of a
+    /// process of its own). Values are unique in a plan, so it names the entry the device had pulled, if another
+    /// device wrote it.
+    package var seen: Int?
 
-    package init(operation: Int, device: Int, key: Int, value: Int?, account: String, wall: Int64) {
+    package init(
+      operation: Int, device: Int, key: Int, value: Int?, account: String, wall: Int64, seen: Int? = nil
+    ) {
       (self.operation, self.device, self.key, self.value, self.account) = (operation, device, key, value, account)
-      self.wall = wall
+      (self.wall, self.seen) = (wall, seen)
     }
   }
 
@@ -117,6 +123,7 @@ package struct DeviceHistory: Codable, Sendable, Equatable {
               + "\(last.wall)) never reached account \(finalAccount), and no later stamp beat it")
         }
       }
+      found += causalityViolations(key: key)
       // Observers: told once per change, and left on the stored value.
       for device in joined {
         let values = heard[device][key]
@@ -129,6 +136,33 @@ package struct DeviceHistory: Codable, Sendable, Equatable {
             "key \(key): device \(device)'s observer was left on \(describe(values.last ?? nil)), the store holds "
               + describe(finalValues[device][key]))
         }
+      }
+    }
+    return found
+  }
+
+  /// Causality (the sync article's promise): a write made after the device pulled another device's entry outranks
+  /// that entry, whatever the clocks say. Checked for each write whose value reached the account stamped by its
+  /// device, against the entry of the value its store held just before (when that entry is on record: a folder
+  /// device's file keeps only its last entry). The lost-write rule's excuse (a later stamp) cannot hide a break of
+  /// it: a device whose clock ignored what it pulled would stamp its write below the entry it replaced, and lose.
+  private func causalityViolations(key: Int) -> [String] {
+    var found: [String] = []
+    for write in writes where write.key == key {
+      guard let seen = write.seen, let value = write.value, let name = deviceNames[write.device] else { continue }
+      let made = uploads.filter {
+        $0.account == write.account && $0.key == key && $0.value == value && $0.stamp.device == name
+      }
+      let pulled = uploads.filter {
+        $0.account == write.account && $0.key == key && $0.value == seen && $0.stamp.device != name
+      }
+      for upload in made {
+        guard let entry = pulled.first(where: { !($0.stamp < upload.stamp) }) else { continue }
+        found.append(
+          "key \(key): device \(write.device)'s write \(value) (operation \(write.operation)) was made after it pulled "
+            + "\(seen) stamped \(entry.stamp), yet is stamped \(upload.stamp), not above it: a write after a pull must "
+            + "outrank the pulled entry")
+        break
       }
     }
     return found
