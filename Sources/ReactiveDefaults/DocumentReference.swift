@@ -43,7 +43,8 @@ public struct DocumentReference: DefaultsValue, Hashable, CustomStringConvertibl
   ///
   /// - Parameter url: A file URL, such as one a document picker handed over.
   /// - Throws: ``DefaultsError/documentUnavailable(key:url:reason:)`` (with an empty key) when `url` is not a file URL,
-  ///   has a relative path (`file:notes.txt`), names no file, or the system refuses to make its bookmark.
+  ///   has a relative path (`file:notes.txt`), names no file (or a FIFO, a socket, a device; on Linux, a folder), or
+  ///   the system refuses to make its bookmark.
   public init(url: URL) throws(DefaultsError) {
     try self.init(url: url, system: PlatformDocuments.system)
   }
@@ -62,6 +63,7 @@ public struct DocumentReference: DefaultsValue, Hashable, CustomStringConvertibl
     // and bookmarked with its scope open: a sandboxed app may not see the file otherwise.
     let made = DocumentResolution.withAccess(to: url, system: system) { url -> Result<Data?, DocumentProblem> in
       guard system.fileExists(at: url) else { return .failure(DocumentProblem("there is no file at \(url.path)")) }
+      if let kind = system.notADocument(at: url) { return .failure(DocumentProblem("\(url.path) is \(kind)")) }
       return Result { try system.makeBookmark(of: url) }.mapError {
         DocumentProblem("its bookmark could not be made: \(DocumentResolution.describe($0))")
       }

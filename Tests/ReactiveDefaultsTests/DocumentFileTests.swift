@@ -78,6 +78,38 @@ extension DefaultsKeys {
     }
   }
 
+  /// A reference opens only a file: a FIFO (opening it would block until a writer came), a socket, a device or, on
+  /// Linux (which has no document packages), a folder at its path is reported as unavailable, with what it is, both
+  /// when the reference is made and when a stored one is resolved after the file was replaced (issue 48: such a path
+  /// resolved as a document, with no issue).
+  @Test(.linuxOnly, arguments: ["FIFO", "folder"]) func aFIFOOrAFolderIsNoDocument(_ kind: String) throws {
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let (store, issues) = makeStore()
+    let file = try makeFile("replaced.txt")
+    store[.picked] = try DocumentReference(url: file)
+    try FileManager.default.removeItem(at: file)
+    if kind == "FIFO" {
+      try #require(mkfifo(file.path, 0o600) == 0)
+    } else {
+      try FileManager.default.createDirectory(at: file, withIntermediateDirectories: false)
+    }
+    var opened = false
+    #expect(store.withAccess(to: .picked) { _ in opened = true } == nil)
+    #expect(!opened)
+    guard case .documentUnavailable(let key, _, let reason)? = issues.values.first else {
+      Issue.record("no problem reported: \(issues.values)")
+      return
+    }
+    #expect(key == "picked")
+    #expect(reason == "\(file.path) is a \(kind), not a document")
+    #expect {
+      try DocumentReference(url: file)
+    } throws: { error in
+      guard case .documentUnavailable(_, _, let reason) = error as? DefaultsError else { return false }
+      return reason == "\(file.path) is a \(kind)"
+    }
+  }
+
   /// `file:target.txt` is a file URL with a relative path: resolved against the working directory, it named whatever
   /// file of that name the process found there (issue 48).
   @Test func aRelativeFileURLIsRefused() throws {

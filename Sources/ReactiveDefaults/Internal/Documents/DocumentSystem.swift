@@ -6,6 +6,14 @@
 
 import Foundation
 
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
 /// What the platform does with documents: make and resolve bookmarks, open and close access.
 protocol DocumentSystem: Sendable {
   /// A bookmark of the file at `url`, made while the caller holds access to it; nil where the platform has no bookmarks
@@ -20,11 +28,37 @@ protocol DocumentSystem: Sendable {
   /// Whether a file (or folder) exists at `url`: how a reference without a bookmark is resolved.
   func fileExists(at url: URL) -> Bool
 
+  /// Why what is at `url` can be no document, in words ("a FIFO", "a socket", "a device", or "a folder" where
+  /// documents are files); nil for a file, or when it cannot be told (nothing there, or a sandbox that hides it).
+  func notADocument(at url: URL) -> String?
+
   /// Opens access to `url`'s security scope: true when this call opened it, and `stopAccess` must then close it once.
   func startAccess(_ url: URL) -> Bool
 
   /// Closes what a `startAccess` that returned true opened.
   func stopAccess(_ url: URL)
+}
+
+extension DocumentSystem {
+  /// On Apple platforms a folder can be a document (a package: `.pages`, `.rtfd`); a FIFO, socket or device never is.
+  func notADocument(at url: URL) -> String? {
+    DocumentItems.problem(atPath: url.path, foldersAreDocuments: true)
+  }
+}
+
+/// What kind of item stands at a document's path (following symbolic links, as opening it would).
+enum DocumentItems {
+  static func problem(atPath path: String, foldersAreDocuments: Bool) -> String? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    switch info.st_mode & S_IFMT {
+    case S_IFIFO: return "a FIFO"
+    case S_IFSOCK: return "a socket"
+    case S_IFCHR, S_IFBLK: return "a device"
+    case S_IFDIR: return foldersAreDocuments ? nil : "a folder"
+    default: return nil
+    }
+  }
 }
 
 /// The platform's documents: bookmarks and security scopes on Apple platforms, file URLs on Linux.
@@ -46,6 +80,11 @@ struct FileURLDocuments: DocumentSystem {
 
   func fileExists(at url: URL) -> Bool {
     FileManager.default.fileExists(atPath: url.path)
+  }
+
+  /// Linux has no document packages: a folder is no document either.
+  func notADocument(at url: URL) -> String? {
+    DocumentItems.problem(atPath: url.path, foldersAreDocuments: false)
   }
 
   func startAccess(_ url: URL) -> Bool { false }
@@ -97,6 +136,9 @@ enum DocumentResolution {
     }
     guard resolvedByBookmark || system.fileExists(at: url) else {
       return .unavailable(reason: "there is no file at \(url.path) (deleted, renamed, or on a volume that is gone)")
+    }
+    if let kind = system.notADocument(at: url) {
+      return .unavailable(reason: "\(url.path) is \(kind), not a document")
     }
     let kept = DocumentReference(url: url, bookmark: reference.bookmark)
     guard renewing, needsBookmark else { return .resolved(kept, renewed: false, renewalFailure: nil) }
