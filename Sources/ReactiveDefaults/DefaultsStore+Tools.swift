@@ -165,6 +165,12 @@ extension DefaultsStore {
     #endif
   }
 
+  /// Why ``init(suiteName:)`` refuses a valid name, in words: the suite's plist is a FIFO, a socket or a device
+  /// (Linux); nil otherwise.
+  @_spi(Tools) public static func suiteFileRefusal(_ name: String) -> String? {
+    SuiteFile.specialFile(ofSuite: name)
+  }
+
   /// A domain as the XML property list CoreFoundation writes for it (keys sorted by UTF-16 code units, each kept
   /// exactly as given).
   @_spi(Tools) public static func xmlPropertyList(_ entries: [PropertyListKey: PropertyListValue]) -> Data {

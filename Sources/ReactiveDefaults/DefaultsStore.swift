@@ -37,9 +37,12 @@ public final class DefaultsStore: Sendable {
   /// preferences folder or forge terminal output.
   ///
   /// - Parameter suiteName: The suite's name, such as `"group.app"`. Names ``isValidSuiteName(_:)`` rejects are
-  ///   refused, as are names Foundation refuses.
+  ///   refused, as are names Foundation refuses. On Linux, so is a suite whose plist is a FIFO, a socket or a device:
+  ///   Foundation would block reading it (a FIFO with no writer), and the library never renames what is not its file.
   public init?(suiteName: String) {
-    guard Self.isValidSuiteName(suiteName), let hub = HubRegistry.hub(suiteName: suiteName) else { return nil }
+    guard Self.isValidSuiteName(suiteName), SuiteFile.specialFile(ofSuite: suiteName) == nil,
+      let hub = HubRegistry.hub(suiteName: suiteName)
+    else { return nil }
     self.hub = hub
     listenForFileIssues()
   }

@@ -159,14 +159,22 @@ private func lockedKeyCount(ofPlistAt path: String) async throws -> Int {
     #expect(FileManager.default.fileExists(atPath: config + "/d.plist", isDirectory: &isFolder) && isFolder.boolValue)
   }
 
-  /// Opening a FIFO blocks until a writer opens it: corelibs would hang reading one. It is moved aside, reported,
-  /// and the write goes to a real file.
-  @Test func aFIFOInPlaceOfThePlistNeverHangs() async throws {
+  /// Opening a FIFO blocks until a writer opens it: corelibs would hang reading one. The tool neither hangs nor
+  /// renames it (it is no file of the tool's): it says what stands there and exits 1; once it is gone, the domain
+  /// works again.
+  @Test func aFIFOInPlaceOfThePlistNeverHangsAndStays() async throws {
     let config = makeConfigFolder()
     try #require(mkfifo(config + "/d.plist", 0o600) == 0)
-    let result = try await runTool(["write", "d", "k", "v"], config: config)
-    #expect(result.error.contains("is a FIFO, not a file"), "\(result.error)")
-    #expect(result.status == 0)
+    for command in [["write", "d", "k", "v"], ["read", "d", "k"], ["read", "d"], ["export", "d", "-"]] {
+      let result = try await runTool(command, config: config)
+      #expect(result.status == 1, "\(command)")
+      #expect(result.error.contains("d.plist is a FIFO, not a file"), "\(command): \(result.error)")
+    }
+    var info = stat()
+    #expect(lstat(config + "/d.plist", &info) == 0 && (info.st_mode & S_IFMT) == S_IFIFO)
+    #expect(try FileManager.default.contentsOfDirectory(atPath: config).filter { $0.contains("corrupt") } == [])
+    unlink(config + "/d.plist")
+    #expect(try await runTool(["write", "d", "k", "v"], config: config).status == 0)
     #expect(try await runTool(["read", "d", "k"], config: config).output == "v\n")
   }
 

@@ -117,16 +117,19 @@ import Testing
     #expect(files.node(at: backup) == .file(bad))
   }
 
-  /// A FIFO in place of the plist (corelibs would block opening it) is moved aside; a link is left alone and
-  /// never written through.
-  @Test func aFIFOIsMovedAsideAndALinkLeftAlone() throws {
+  /// A FIFO in place of the plist (corelibs would block opening it) is reported and left where it is: no merge
+  /// replaces it. A link is left alone too, and never written through.
+  @Test func aFIFOAndALinkAreLeftAlone() throws {
     files.put(.fifo, at: path)
-    guard case .unreadableFile(_, _, let moved?)? = record().open() else {
-      Issue.record("the FIFO was not reported as moved")
+    let opened = record()
+    guard case .unreadableFile(_, let reason, nil)? = opened.open() else {
+      Issue.record("the FIFO was not reported, or was moved")
       return
     }
-    #expect(files.node(at: moved) == .fifo)
-    #expect(files.node(at: path) == nil)
+    #expect(reason == "is a FIFO, not a file")
+    #expect(throws: SaveFailure.self) { try opened.merge([("a", .integer(1))], loadingCopy: true) }
+    #expect(files.node(at: path) == .fifo)
+    #expect(files.contents(of: folder).filter { $0.contains(".corrupt") } == [])
 
     files.put(.symbolicLink, at: path)
     let record = record()

@@ -64,6 +64,12 @@ enum Commands {
   }
 
   private static func openDomain(_ domain: String, command: String) throws -> DefaultsStore {
+    if DefaultsStore.isValidSuiteName(domain), let refusal = DefaultsStore.suiteFileRefusal(domain) {
+      throw Failure(
+        message: "\(Formatting.escaped(refusal)).",
+        hint: "Foundation would block reading it; rdefaults leaves it as it is. Remove it to use the domain.",
+        code: .failure)
+    }
     guard DefaultsStore.isValidSuiteName(domain), let store = DefaultsStore(suiteName: domain) else {
       throw Failure(
         message: domain.isEmpty ? "the domain name is empty." : "invalid domain name '\(Formatting.escaped(domain))'.",

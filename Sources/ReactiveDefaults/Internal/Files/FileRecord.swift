@@ -23,6 +23,9 @@ protocol FileRecord: TrackedFile {
   /// Saves what memory holds that the library did not write (plain `UserDefaults` writes), before a merge; false
   /// when it could not, throws when what guards the file meanwhile could not be written.
   func saveForeignWrites() throws(SaveFailure) -> Bool
+  /// Why memory cannot be made the file now, in words, when something keeps it from being loaded (a FIFO where a
+  /// suite's plist should be); nil otherwise.
+  var cannotLoad: String? { get }
   /// How many distinct keys written since the last save trigger a save at once.
   var unsavedKeysBeforeSave: Int { get }
   /// Whether a reload may read the file without its lock when the lock cannot be taken (a file store in a folder this

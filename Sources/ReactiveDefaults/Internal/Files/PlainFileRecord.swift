@@ -232,4 +232,7 @@ final class PlainFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
 
   /// Nothing writes memory but the library.
   func saveForeignWrites() throws(SaveFailure) -> Bool { true }
+
+  /// The library's reader never blocks: an unreadable file is reported, and memory follows what can be read.
+  var cannotLoad: String? { nil }
 }

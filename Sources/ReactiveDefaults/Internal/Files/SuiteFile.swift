@@ -49,6 +49,27 @@ struct SuiteFile: Sendable {
     Bundle.main.bundleIdentifier ?? ProcessInfo.processInfo.processName
   }
 
+  /// "a FIFO", "a socket" or "a device" for those kinds; nil for the others.
+  static func specialFileKind(_ kind: FileStatus.Kind?) -> String? {
+    switch kind {
+    case .fifo?: "a FIFO"
+    case .socket?: "a socket"
+    case .device?: "a device"
+    default: nil
+    }
+  }
+
+  /// What stands where the plist of the suite `name` should be, when it is a FIFO, a socket or a device (Linux, where
+  /// the library and corelibs read that plist; nil elsewhere, where the preferences daemon does).
+  static func specialFile(ofSuite name: String) -> String? {
+    #if os(Linux)
+      let file = SuiteFile(suiteName: name)
+      return specialFileKind(file.system.status(file.path)?.kind).map { "\(file.path) is \($0), not a file" }
+    #else
+      return nil
+    #endif
+  }
+
   init(suiteName: String) {
     self.init(folder: Self.preferencesFolder, fileName: suiteName + ".plist", system: .posix)
   }

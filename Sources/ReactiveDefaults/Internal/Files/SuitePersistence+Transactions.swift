@@ -132,7 +132,8 @@ extension SuitePersistence {
           guard stamp == nil || record.isFile(stamp) else {
             return .failure(
               DefaultsError.saveFailed(
-                path: file.path, reason: "Foundation's copy of the suite could not be reloaded from the file"))
+                path: file.path,
+                reason: record.cannotLoad ?? "Foundation's copy of the suite could not be reloaded from the file"))
           }
         }
         return Result { try body(&findings) }

@@ -92,7 +92,8 @@ class TrackedFile: @unchecked Sendable {
   }
 
   /// Whether ``check(memoryIsFile:)`` sets an unreadable file aside: a suite's plist must be out of the way before
-  /// corelibs reads it (it would block forever opening a FIFO, and could crash or hang on a malformed binary plist).
+  /// corelibs reads it (it could crash or hang on a malformed binary plist). A FIFO, socket or device is never moved:
+  /// it is not the library's to rename, and corelibs is not let near it (``SuiteFileRecord/specialFile()``).
   /// A file store's file is read by the library's strict reader alone, which never blocks and refuses what it cannot
   /// parse: a read leaves it as it is (it may be `/dev/null`, or a file of another program's), and only a write sets
   /// a damaged regular file aside before replacing it (``entriesOnDisk(_:)``), never a device, FIFO or socket.
@@ -115,12 +116,7 @@ class TrackedFile: @unchecked Sendable {
       }
     } catch {
       let backup: String?
-      if !setsAsideWhenChecked {
-        backup = nil
-      } else if case .notAFile(let kind) = error, kind != SuiteFileProblem.folder {
-        // A FIFO, socket or device holds no settings, and corelibs would block forever opening it: moved away.
-        backup = file.moveAside()
-      } else if error.isLeftAlone || error == .empty {
+      if !setsAsideWhenChecked || error.isLeftAlone || error == .empty {
         backup = nil
       } else if error.endangersReaders {
         backup = file.moveAside()

@@ -44,6 +44,9 @@ extension SuiteFileRecord {
   func reload(whenIdle: (() -> Bool) -> Bool) throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) {
     try locked { () throws(SaveFailure) -> (issue: DefaultsError?, reloaded: Bool) in
       let check = try check()
+      // Nothing to load while a FIFO, socket or device stands there (``specialFile()``): memory stays as it is, not
+      // the file, and no save is tried in place of the reload (it would fail the same way, at every read).
+      if specialFile() != nil { return (check.issue, true) }
       // corelibs' copy is dropped twice while no write of ours runs (see ``CorelibsDomain/dropCopy(file:)``), journaled.
       var journalFailure: SaveFailure?
       let dropped = whenIdle {

@@ -170,6 +170,8 @@ extension SuiteFileRecord {
   /// that a writer taking no lock that replaces the file right after is a change, never mistaken for this save.
   private func renameJournal() throws(SaveFailure) -> SuiteFile.Stamp? {
     TrackedFile.saveSteps.withLock { $0[file.path] }?(.beforeRename)
+    // A FIFO, socket or device put there during the save is not replaced.
+    try refuseSpecialFile()
     let stamp = file.stamp(of: file.journalPath)
     try file.move(file.journalPath, over: file.path, flushing: false)
     return stamp

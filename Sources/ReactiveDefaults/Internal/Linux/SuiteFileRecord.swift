@@ -54,9 +54,31 @@ final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
     try journaled { corelibs.synchronize(file: fileBeforeSynchronize) }
   }
 
-  /// corelibs' synchronize of the suite (``CorelibsDomain/synchronize(file:)``), told what the file holds.
+  /// corelibs' synchronize of the suite (``CorelibsDomain/synchronize(file:)``), told what the file holds; false,
+  /// with nothing asked of corelibs, while a FIFO, socket or device stands there (``specialFile()``).
   func synchronizeCorelibs() -> Bool {
-    corelibs.synchronize(file: fileBeforeSynchronize)
+    guard specialFile() == nil else { return false }
+    return corelibs.synchronize(file: fileBeforeSynchronize)
+  }
+
+  /// What stands where the plist should be, when it is a FIFO, a socket or a device ("a FIFO"); nil otherwise.
+  /// corelibs opens the plist at any load or save of the suite, and would block forever on a FIFO with no writer (or
+  /// read a device without end): while one stands there, corelibs is never asked to load or save the suite (reads
+  /// give its copy as loaded before; saves, reloads and edits fail or wait), and nothing renames or replaces it.
+  func specialFile() -> String? {
+    SuiteFile.specialFileKind(file.system.status(file.path)?.kind)
+  }
+
+  /// Throws the reason while ``specialFile()`` finds one.
+  func refuseSpecialFile() throws(SaveFailure) {
+    guard let kind = specialFile() else { return }
+    throw SaveFailure(
+      "\(file.path) is \(kind), not a file: Foundation would block reading it, so the suite is neither loaded nor "
+        + "saved while it stands there")
+  }
+
+  var cannotLoad: String? {
+    specialFile().map { "\(file.path) is \($0), not a file: Foundation would block reading it" }
   }
 
   /// corelibs' copy dropped (``CorelibsDomain/dropCopy(file:)``), told what the file holds, ``journaled(_:)``.
@@ -91,6 +113,7 @@ final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
   /// Returns what `synchronize` returns; throws, having run nothing, when the journal cannot be written (a full disk,
   /// a suite name too long for `.journal`: the library's saves of the suite fail so too).
   func journaled(_ synchronize: () -> Bool) throws(SaveFailure) -> Bool {
+    try refuseSpecialFile()
     try recoverJournal()
     let bytes: Data
     do {
@@ -155,6 +178,12 @@ final class SuiteFileRecord: TrackedFile, FileRecord, @unchecked Sendable {
     do {
       return try locked { () throws(SaveFailure) -> DefaultsError? in
         try recoverJournal()
+        // corelibs would block loading it: its copy is left as it is (empty, or as an earlier store loaded it),
+        // untrusted, and the check reports what stands there.
+        if specialFile() != nil {
+          corelibs.record(.untrusted)
+          return try check().issue
+        }
         if case .looksWhole(let firstKey)? = try? file.glance() {
           let stamp = file.stamp()
           let fresh = try reloadCopy()
