@@ -1,5 +1,8 @@
 #if canImport(Darwin)
   import Foundation
+  #if os(macOS) || targetEnvironment(macCatalyst)
+    import Security
+  #endif
 
   /// Remembered documents on Apple platforms: bookmarks and security scopes, as Apple's "Providing access to
   /// directories" (iOS, iPadOS, visionOS) and "Enabling security-scoped bookmark and URL access" (macOS) describe.
@@ -36,17 +39,24 @@
     /// property resolves its first element on the main thread; a volume that is gone is reported as unavailable),
     /// and a plain bookmark's resolution must not open the URL's access itself, which nothing would close:
     /// `startAccess` does, and `stopAccess` closes it.
-    private static let isSandboxed = ProcessInfo.processInfo.environment["APP_SANDBOX_CONTAINER_ID"] != nil
     private static let plainResolution: URL.BookmarkResolutionOptions = [
       .withoutImplicitStartAccessing, .withoutUI, .withoutMounting,
     ]
 
-    #if os(macOS)
-      private static var creationOptions: URL.BookmarkCreationOptions { isSandboxed ? [.withSecurityScope] : [] }
-      private static var resolutionOptions: URL.BookmarkResolutionOptions {
-        isSandboxed ? [.withSecurityScope, .withoutUI, .withoutMounting] : plainResolution
-      }
-    #elseif targetEnvironment(macCatalyst)
+    #if os(macOS) || targetEnvironment(macCatalyst)
+      /// Whether the app runs in the App Sandbox: its `com.apple.security.app-sandbox` entitlement, read with
+      /// `SecTaskCreateFromSelf(_:)` and `SecTaskCopyValueForEntitlement(_:_:_:)` (macOS, Mac Catalyst 13). When it
+      /// cannot be read (no entitlements at all, or an error: the two look alike), the variable the sandbox sets in
+      /// every sandboxed process, `APP_SANDBOX_CONTAINER_ID`, decides.
+      private static let isSandboxed: Bool = {
+        if let task = SecTaskCreateFromSelf(nil),
+          let value = SecTaskCopyValueForEntitlement(task, "com.apple.security.app-sandbox" as CFString, nil)
+        {
+          return (value as? Bool) ?? false
+        }
+        return ProcessInfo.processInfo.environment["APP_SANDBOX_CONTAINER_ID"] != nil
+      }()
+
       private static var creationOptions: URL.BookmarkCreationOptions { isSandboxed ? [.withSecurityScope] : [] }
       private static var resolutionOptions: URL.BookmarkResolutionOptions {
         isSandboxed ? [.withSecurityScope, .withoutUI, .withoutMounting] : plainResolution
