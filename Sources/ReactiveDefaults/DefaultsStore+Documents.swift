@@ -40,7 +40,7 @@ extension DefaultsStore {
     to key: DefaultsKey<DocumentReference?>, system: any DocumentSystem, _ body: (URL) throws(Failure) -> Result
   ) throws(Failure) -> Result? {
     guard let document = document(key, system: system) else { return nil }
-    return try DocumentResolution.withAccess(to: document.url, system: system, body)
+    return try DocumentResolution.withAccess(to: document.urlToOpen, system: system, body)
   }
 
   func document(_ key: DefaultsKey<DocumentReference?>, system: any DocumentSystem) -> DocumentReference? {

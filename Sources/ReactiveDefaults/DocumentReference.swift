@@ -38,6 +38,13 @@ public struct DocumentReference: DefaultsValue, Hashable, CustomStringConvertibl
   /// The bookmark: nil on Linux, and for a reference read from a stored URL until it is first resolved.
   let bookmark: Data?
 
+  /// The URL the system handed out for the document: the one a resolution of the bookmark returned, or the picker's
+  /// URL the reference was made from. Its security scope travels with that value (Apple's
+  /// `startAccessingSecurityScopedResource()` page: call it on the security-scoped URL), not with another URL of the
+  /// same path, such as ``url``, rebuilt from text and standardized: access is opened, and a bookmark renewed, on this
+  /// one. Neither stored nor compared; nil for a reference read from storage until it is resolved.
+  let accessURL: URL?
+
   /// Remembers the document at `url`: makes its bookmark on Apple platforms (opening the URL's security scope for
   /// the time it takes), checks that a file is there on Linux.
   ///
@@ -69,16 +76,20 @@ public struct DocumentReference: DefaultsValue, Hashable, CustomStringConvertibl
       }
     }
     switch made {
-    case .success(let bookmark): self.init(url: url.standardizedFileURL, bookmark: bookmark)
+    case .success(let bookmark): self.init(url: url.standardizedFileURL, bookmark: bookmark, accessURL: url)
     case .failure(let problem):
       throw .documentUnavailable(key: "", url: url.absoluteString, reason: problem.description)
     }
   }
 
-  init(url: URL, bookmark: Data?) {
+  init(url: URL, bookmark: Data?, accessURL: URL? = nil) {
     self.url = url
     self.bookmark = bookmark
+    self.accessURL = accessURL
   }
+
+  /// The URL to open access on: ``accessURL``, else ``url``.
+  var urlToOpen: URL { accessURL ?? url }
 
   /// Resolves the reference and runs `body` with access to the document open, closing it however `body` ends (on
   /// Apple platforms `startAccessingSecurityScopedResource()` and its balancing `stop…`; on Linux a plain call).
@@ -97,7 +108,7 @@ public struct DocumentReference: DefaultsValue, Hashable, CustomStringConvertibl
   func withAccess<Result>(system: any DocumentSystem, _ body: (URL) throws -> Result) throws -> Result {
     switch DocumentResolution.resolve(self, renewing: false, system: system) {
     case .resolved(let resolved, _, _):
-      return try DocumentResolution.withAccess(to: resolved.url, system: system, body)
+      return try DocumentResolution.withAccess(to: resolved.urlToOpen, system: system, body)
     case .unavailable(let reason):
       throw DefaultsError.documentUnavailable(key: "", url: url.absoluteString, reason: reason)
     }

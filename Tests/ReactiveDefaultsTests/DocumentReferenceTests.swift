@@ -29,6 +29,10 @@ extension DefaultsKeys {
     #expect(store[.document]?.bookmark == reference.bookmark)
     #expect(store.document(.document, system: documents)?.url == report)
     #expect(documents.bookmarksMade == 1, "a fresh bookmark is not made again")
+    // Access opened on the URL the picker handed out, then on the one the resolution did: never on a rebuilt one.
+    #expect(store.withAccess(to: .document, system: documents) { $0 } == MemoryDocuments.scoped(report))
+    #expect(documents.accesses == (2, 2))
+    #expect(documents.unscopedAccesses == 0)
     #expect(issues.values.isEmpty)
   }
 
@@ -50,6 +54,7 @@ extension DefaultsKeys {
     _ = store.document(.document, system: documents)
     _ = store.withAccess(to: .document, system: documents) { _ in }
     #expect(documents.bookmarksMade == 2)
+    #expect(documents.unscopedAccesses == 0, "the renewal and the access opened the resolution's URL")
 
     // The observers heard nothing of the renewal: the next change they hear is the next document.
     let other = URL(fileURLWithPath: "/documents/other.txt")
@@ -70,7 +75,9 @@ extension DefaultsKeys {
     #expect(store.document(.document, system: documents)?.url == moved)
     #expect(store[.document]?.url == moved)
     #expect(await seen.wait { $0.last??.url == moved }, "a move is a change: observers learn the new URL")
-    #expect(store.withAccess(to: .document, system: documents) { $0 } == moved)
+    // The body gets the URL the resolution handed out, with its scope open.
+    #expect(store.withAccess(to: .document, system: documents) { $0 } == MemoryDocuments.scoped(moved))
+    #expect(documents.unscopedAccesses == 0)
   }
 
   @Test func aDocumentThatIsGoneIsReportedAndReadsAsNilButStaysStored() throws {
@@ -106,10 +113,11 @@ extension DefaultsKeys {
     #expect(throws: Failure.self) { try reference.withAccess(system: documents) { _ in throw Failure() } }
     #expect(documents.accesses.opened == before + 2)
     #expect(documents.accesses.opened == documents.accesses.closed)
+    #expect(documents.unscopedAccesses == 0)
     // A scope the system did not open is not closed either.
     documents.grantsAccess = false
     let opened = documents.accesses
-    #expect(try reference.withAccess(system: documents) { $0 } == report)
+    #expect(try reference.withAccess(system: documents) { $0 }.standardizedFileURL == report)
     #expect(documents.accesses == opened)
   }
 
@@ -140,7 +148,7 @@ extension DefaultsKeys {
     documents.whileMakingBookmark { store[.document] = newer }
     _ = store.document(.document, system: documents)
     documents.whileMakingBookmark(nil)
-    #expect(store[.document]?.url == other)
+    #expect(store[.document]?.url == other.standardizedFileURL)
     #expect(store[.document]?.bookmark == newer.bookmark)
   }
 

@@ -4,6 +4,10 @@ import Foundation
 
 /// Documents as the tests model them: bookmarks that can be told to go stale, documents that move or disappear,
 /// and a count of every access opened and closed.
+///
+/// As on Apple platforms, a security scope travels with the URL value the system handed out (a picker's, a
+/// resolution's), not with its path: those URLs are spelled with a `/./` before the file's name (a token no other URL
+/// of the path carries: a URL rebuilt from stored text, or standardized, lacks it), and access opens only on them.
 final class MemoryDocuments: DocumentSystem {
   private struct Document: Sendable {
     var url: URL
@@ -21,6 +25,8 @@ final class MemoryDocuments: DocumentSystem {
     /// Accesses open now, by URL.
     var open: [URL: Int] = [:]
     var bookmarksMadeWithoutAccess = 0
+    /// `startAccess` calls on a URL that carries no scope (not one this system handed out).
+    var unscopedAccesses = 0
     var refusesBookmarks = false
     var grantsAccess = true
     var whileMakingBookmark: (@Sendable () -> Void)?
@@ -29,11 +35,22 @@ final class MemoryDocuments: DocumentSystem {
   /// The library's `Locked`, which ThreadSanitizer sees (a bare `Mutex` is invisible to it on Linux).
   private let state = Locked(State())
 
-  /// A document at `url`.
+  /// A document at `url`; returns the URL a picker would hand out for it (carrying its scope).
   @discardableResult
   func add(_ url: URL) -> URL {
     state.withLock { $0.documents[$0.documents.count] = Document(url: url.standardizedFileURL) }
-    return url
+    return Self.scoped(url)
+  }
+
+  /// `url` as this system hands it out: with its scope (``MemoryDocuments``).
+  static func scoped(_ url: URL) -> URL {
+    let url = url.standardizedFileURL
+    return URL(fileURLWithPath: url.deletingLastPathComponent().path + "/./" + url.lastPathComponent)
+  }
+
+  /// Whether `url` carries a scope: it is spelled as this system hands URLs out.
+  static func carriesScope(_ url: URL) -> Bool {
+    url.path.contains("/./")
   }
 
   /// Every bookmark of the document at `url` made so far resolves as stale.
@@ -83,6 +100,7 @@ final class MemoryDocuments: DocumentSystem {
   var bookmarksMade: Int { state.withLock { $0.bookmarksMade } }
   var bookmarksMadeWithoutAccess: Int { state.withLock { $0.bookmarksMadeWithoutAccess } }
   var accesses: (opened: Int, closed: Int) { state.withLock { ($0.opened, $0.closed) } }
+  var unscopedAccesses: Int { state.withLock { $0.unscopedAccesses } }
 
   // MARK: DocumentSystem
 
@@ -108,7 +126,7 @@ final class MemoryDocuments: DocumentSystem {
     }
     return try state.withLock { state in
       guard let document = state.documents[id], document.exists else { throw DocumentProblem("the document is gone") }
-      return (document.url, generation < document.staleBefore)
+      return (Self.scoped(document.url), generation < document.staleBefore)
     }
   }
 
@@ -119,6 +137,10 @@ final class MemoryDocuments: DocumentSystem {
   func startAccess(_ url: URL) -> Bool {
     state.withLock { state in
       guard state.grantsAccess else { return false }
+      guard Self.carriesScope(url) else {
+        state.unscopedAccesses += 1
+        return false
+      }
       state.opened += 1
       state.open[url.standardizedFileURL, default: 0] += 1
       return true

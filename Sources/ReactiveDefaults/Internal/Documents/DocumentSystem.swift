@@ -113,6 +113,9 @@ enum DocumentResolution {
   /// `renewing`: make a new bookmark when the stored one is stale, or when there is none and the platform makes them.
   static func resolve(_ reference: DocumentReference, renewing: Bool, system: any DocumentSystem) -> Outcome {
     var url = reference.url
+    // The URL the system handed out, whose security scope is the one to open (``DocumentReference/accessURL``): the
+    // resolution's, else the one the reference carries (a picker's), else the stored one.
+    var access = reference.urlToOpen
     var needsBookmark = true
     var resolvedByBookmark = false
     if let bookmark = reference.bookmark {
@@ -126,6 +129,7 @@ enum DocumentResolution {
           (url, needsBookmark, resolvedByBookmark) = (
             same ? url : resolved.url.standardizedFileURL, resolved.isStale, true
           )
+          access = resolved.url
         } else {
           // A bookmark this platform cannot read (a suite copied from an Apple platform to Linux): kept as it is.
           needsBookmark = false
@@ -140,11 +144,12 @@ enum DocumentResolution {
     if let kind = system.notADocument(at: url) {
       return .unavailable(reason: "\(url.path) is \(kind), not a document")
     }
-    let kept = DocumentReference(url: url, bookmark: reference.bookmark)
+    let kept = DocumentReference(url: url, bookmark: reference.bookmark, accessURL: access)
     guard renewing, needsBookmark else { return .resolved(kept, renewed: false, renewalFailure: nil) }
-    switch makeBookmark(of: url, system: system) {
+    switch makeBookmark(of: access, system: system) {
     case .success(let bookmark?):
-      return .resolved(DocumentReference(url: url, bookmark: bookmark), renewed: true, renewalFailure: nil)
+      return .resolved(
+        DocumentReference(url: url, bookmark: bookmark, accessURL: access), renewed: true, renewalFailure: nil)
     case .success(nil):
       return .resolved(kept, renewed: false, renewalFailure: nil)
     case .failure(let error):
