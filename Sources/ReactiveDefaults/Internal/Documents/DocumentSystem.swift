@@ -6,6 +6,14 @@
 
 import Foundation
 
+// `stat` may come through another module than Glibc's (with the RxCocoa trait's packages in the build, it comes
+// through CoreFoundation's or Dispatch's): its members then need that module imported too.
+#if canImport(CDispatch)
+  import CDispatch
+#endif
+#if canImport(CoreFoundation)
+  import CoreFoundation
+#endif
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Musl)

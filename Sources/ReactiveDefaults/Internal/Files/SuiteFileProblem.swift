@@ -59,13 +59,6 @@ enum SuiteFileProblem: Error, Equatable, Sendable {
     }
   }
 
-  /// A FIFO, socket or device: no file of anyone's settings, and opening one can block forever (a FIFO with no
-  /// writer) or never end (`/dev/zero`). It is never renamed, replaced or read.
-  var isSpecialFile: Bool {
-    if case .notAFile(let kind) = self { return kind != Self.folder }
-    return false
-  }
-
   /// corelibs could crash or hang reading it, so it must be out of the way before corelibs does.
   var endangersReaders: Bool {
     switch self {
