@@ -122,8 +122,8 @@ enum DocumentResolution {
   static func resolve(_ reference: DocumentReference, renewing: Bool, system: any DocumentSystem) -> Outcome {
     var url = reference.url
     // The URL the system handed out, whose security scope is the one to open (``DocumentReference/accessURL``): the
-    // resolution's, else the one the reference carries (a picker's), else the stored one.
-    var access = reference.urlToOpen
+    // resolution's, else the one the reference carries (a picker's); none for a reference read from storage.
+    var access = reference.accessURL
     var needsBookmark = true
     var resolvedByBookmark = false
     if let bookmark = reference.bookmark {
@@ -154,7 +154,7 @@ enum DocumentResolution {
     }
     let kept = DocumentReference(url: url, bookmark: reference.bookmark, accessURL: access)
     guard renewing, needsBookmark else { return .resolved(kept, renewed: false, renewalFailure: nil) }
-    switch makeBookmark(of: access, system: system) {
+    switch makeBookmark(of: access ?? url, system: system) {
     case .success(let bookmark?):
       return .resolved(
         DocumentReference(url: url, bookmark: bookmark, accessURL: access), renewed: true, renewalFailure: nil)
