@@ -226,6 +226,8 @@ extension TrackedFile {
 extension TrackedFile {
   /// A moment inside a save (or an open) that no event marks, for ``saveSteps``.
   enum SaveStep: Sendable {
+    /// A suite's save took the writes it saves (under the suite's lock); it has not checked the file.
+    case afterTake
     /// The save checked the file; it has not taken the stamp it works from.
     case afterCheck
     /// An open found no file; corelibs has not loaded its copy (``SuiteFileRecord/open()``).

@@ -17,6 +17,7 @@ extension SuitePersistence {
       // Prepare: the writes taken under the lock, the file checked, the journal's entries gathered and written.
       // A plain `UserDefaults` write of this process made after one of ours to the same key is the one saved.
       let taken = take(&turn)
+      TrackedFile.saveSteps.withLock { $0[suite.file.path] }?(.afterTake)
       let writes = suite.corelibs.withLaterPlainWrites(taken)
       var save = try suite.beginSave(writes: writes)
       if writes != taken { save.keepsLaterPlainWrites = true }
