@@ -34,6 +34,17 @@ extension DefaultsStore {
     engine.add(names)
     return DefaultsSync(engine: engine)
   }
+
+  /// Syncs keys of one type, refusing pulled values that do not decode as it, with a wall clock of the caller's (the
+  /// device checker's devices, whose hostile peers write values of other types).
+  @_spi(Tools) public func sync<Value: DefaultsValue>(
+    _ keys: [DefaultsKey<Value>], with remote: any DefaultsRemote, now: @escaping @Sendable () -> Int64,
+    coalescing: Duration = .milliseconds(50)
+  ) -> DefaultsSync {
+    let engine = SyncEngine(store: self, remote: remote, now: now, coalescing: coalescing)
+    engine.add(keys.map(\.name), decoders: Dictionary(keys.map { ($0.name, $0.decodes) }) { first, _ in first })
+    return DefaultsSync(engine: engine)
+  }
 }
 
 extension DefaultsKey {

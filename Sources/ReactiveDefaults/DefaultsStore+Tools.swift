@@ -119,9 +119,11 @@ extension DefaultsStore {
   }
 
   /// Every key and value of the suite's own domain (not the registered defaults or the arguments), each key exactly
-  /// as stored: two keys that differ only by Unicode normalization are two entries.
+  /// as stored: two keys that differ only by Unicode normalization are two entries. Follows the file as a read does
+  /// (``SuitePersistence/followFile()``): a file another store or process replaced is read again.
   @_spi(Tools) public var storedEntries: [PropertyListKey: PropertyListValue] {
-    hub.storage.snapshot()
+    hub.persistence?.followFile()
+    return hub.storage.snapshot()
   }
 
   /// A phase of long work, as ``reportingProgress(_:_:)`` reports it.

@@ -117,6 +117,13 @@ public final class SyncedFolder: DefaultsRemote {
   /// For each key, the entry with the greatest stamp among every device's file, of those an honest clock could have
   /// stamped (not more than a day ahead of this machine's clock, a counter from 0 to 2^32).
   public func entries() -> [String: PropertyListValue] {
+    entries { _, _ in true }
+  }
+
+  /// ``entries()``, of those whose value `decodes` as its key's type too (the sync's keys' types): an entry of an app
+  /// version whose key has another type, or of another program, is skipped and reported like a dishonest stamp, so
+  /// that it hides no entry of another device that this one can take.
+  func entries(decoding decodes: (PropertyListKey, PropertyListValue) -> Bool) -> [String: PropertyListValue] {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
     let now = now()
     var newest: [PropertyListKey: (entry: SyncEntry, stored: PropertyListValue)] = [:]
@@ -138,7 +145,11 @@ public final class SyncedFolder: DefaultsRemote {
       files[name] = (stamp, entries)
       for (key, stored) in entries {
         guard let entry = SyncEntry(stored) else { continue }
-        if let reason = entry.stamp.dishonesty(now: now) {
+        if let reason = entry.stamp.dishonesty(now: now)
+          ?? entry.value.flatMap({
+            decodes(key, $0) ? nil : SyncDecision.undecodable
+          })
+        {
           if let known = refused[key], known.stamp >= entry.stamp { continue }
           refused[key] = (entry.stamp, SyncRefusal(key: key, device: entry.stamp.device, reason: reason))
           continue

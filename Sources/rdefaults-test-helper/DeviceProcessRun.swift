@@ -98,13 +98,23 @@ final class DeviceProcessRun {
     keepProblems(of: device)
   }
 
+  /// The process's reports, but refusals of the hostile peer's entries (expected: counted).
   private func keepProblems(of device: Device) {
-    history.problems += device.worker.output.lines.filter { $0.hasPrefix("problem ") }
+    let reports = device.worker.output.lines.filter { $0.hasPrefix("problem ") }
+    let refusals = reports.filter(DeviceHistory.isHostileRefusal)
+    history.refusals += refusals.count
+    history.problems += reports.filter { !DeviceHistory.isHostileRefusal($0) }
   }
 
+  /// The device's stored values; a value that is no integer (the worker answers "bad") is a problem: a refused
+  /// entry replaced it.
   private func values(_ index: Int) -> [Int?] {
     guard let answer = ask(index, "values") else { return [] }
-    return answer.split(separator: " ").map { Int($0) }
+    let words = answer.split(separator: " ")
+    for (key, word) in words.enumerated() where word == "bad" {
+      history.problems.append("device \(index) holds a value of \(DevicePlan.keys[key]) that does not decode")
+    }
+    return words.map { Int($0) }
   }
 
   // MARK: Operations
@@ -201,6 +211,11 @@ final class DeviceProcessRun {
       kill(device, after: delay)
     case .deliver, .duplicate, .switchAccount:
       break  // the cloud model's
+    case .garbage, .forge, .deleteFile, .conflictCopy, .emptyFolder:
+      let names = devices.indices.map { devices[$0] == nil ? nil : ask($0, "name").flatMap { $0 == "none" ? nil : $0 } }
+      let forgery = HostileFolder(folder: URL(fileURLWithPath: folder)).apply(
+        operation, index: index, names: names, time: time, problems: &history.problems)
+      if let forgery { history.forgeries.append(forgery) }
     }
   }
 

@@ -16,16 +16,22 @@ final class DeviceRecords: @unchecked Sendable {  // every stored property is be
     heardValues = Array(repeating: Array(repeating: [], count: DevicePlan.keys.count), count: devices)
   }
 
+  private var refusalCount = 0
+
   func heard(_ value: Int?, device: Int, key: Int) {
     lock.withLock { heardValues[device][key].append(value) }
   }
 
+  /// A store's report: a problem, unless it refuses the hostile peer's entry.
   func problem(_ text: String) {
-    lock.withLock { problemList.append(text) }
+    lock.withLock {
+      if DeviceHistory.isHostileRefusal(text) { refusalCount += 1 } else { problemList.append(text) }
+    }
   }
 
   var heard: [[[Int?]]] { lock.withLock { heardValues } }
   var problems: [String] { lock.withLock { problemList } }
+  var refusals: Int { lock.withLock { refusalCount } }
 }
 
 final class DeviceRun {
@@ -67,6 +73,7 @@ final class DeviceRun {
     for (index, operation) in plan.operations.enumerated() {
       apply(operation, index: index)
       waitForIdle()
+      checkStoredValuesDecode(after: index)
     }
     if plan.folder { settleFolder() } else { settleCloud() }
     collect()
@@ -103,7 +110,8 @@ final class DeviceRun {
     let now: @Sendable () -> Int64 = { time.withLock { $0 } + skew }
     // A folder judges the stamps it reads by the device's clock, as the sync does.
     let remote: any DefaultsRemote = folder.map { SyncedFolder($0, now: now) } ?? device.connection
-    devices[index]?.sync = device.store.sync(DevicePlan.keys, with: remote, now: now, coalescing: .zero)
+    devices[index]?.sync = device.store.sync(
+      DevicePlan.keys.indices.map(Self.key), with: remote, now: now, coalescing: .zero)
   }
 
   /// The device's clock now.
@@ -204,7 +212,35 @@ final class DeviceRun {
       cloud.switchAccount(connection, to: "B")
     case .kill:
       break  // devices are processes only in DeviceProcessRun
+    case .garbage, .forge, .deleteFile, .conflictCopy, .emptyFolder:
+      guard let folder else { return }
+      let names = devices.indices.map(name)
+      var problems: [String] = []
+      let forgery = HostileFolder(folder: folder).apply(
+        operation, index: index, names: names, time: time.withLock { $0 }, problems: &problems)
+      if let forgery { history.forgeries.append(forgery) }
+      problems.forEach(records.problem)
     }
+  }
+
+  /// Every device's stored value of each key is an integer or none: a refused entry replaced none.
+  private func checkStoredValuesDecode(after index: Int) {
+    for (device, store) in devices.enumerated() {
+      guard let stored = store?.store.storedEntries else { continue }
+      for key in DevicePlan.keys {
+        guard let value = stored[PropertyListKey(key)] else { continue }
+        if case .integer(let number) = value, Int(exactly: number) != nil { continue }
+        records.problem("device \(device) holds \(value) for \(key) after operation \(index): it does not decode")
+      }
+    }
+  }
+
+  /// The device's sync name, nil before it joined.
+  private func name(_ index: Int) -> String? {
+    guard case .dictionary(let state)? = devices[index]?.store.storedEntries[PropertyListKey(DefaultsSync.stateKey)],
+      case .string(let name)? = state["device"]
+    else { return nil }
+    return name
   }
 
   // MARK: Quiescence
@@ -269,12 +305,8 @@ final class DeviceRun {
     history.finalValues = finalValues()
     history.heard = records.heard
     history.problems = records.problems
-    history.deviceNames = devices.map { device in
-      guard case .dictionary(let state)? = device?.store.storedEntries[PropertyListKey(DefaultsSync.stateKey)],
-        case .string(let name)? = state["device"]
-      else { return nil }
-      return name
-    }
+    history.refusals = records.refusals
+    history.deviceNames = devices.indices.map(name)
     if let folder {
       history.recordEntries(ofFolder: folder)
     } else {
@@ -286,12 +318,19 @@ final class DeviceRun {
 }
 
 extension DeviceHistory {
-  /// The entries of every device's file in a synced folder, as uploads to account "A".
+  /// The entries of every device's file in a synced folder (the hostile peer's aside), as uploads to account "A",
+  /// read from the files as other devices read them.
   mutating func recordEntries(ofFolder folder: URL) {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-    for name in names where name.hasSuffix(".plist") {
-      guard let file = DefaultsStore(fileURL: folder.appendingPathComponent(name)) else { continue }
-      for (key, entry) in file.storedEntries { record(entry, key: key.string, account: "A") }
+    for name in names where name.hasSuffix(".plist") && !name.hasPrefix(".") && name != HostileFolder.fileName {
+      do {
+        let data = try Data(contentsOf: folder.appendingPathComponent(name))
+        for (key, entry) in try DefaultsStore.domain(fromPropertyList: data) {
+          record(entry, key: key.string, account: "A")
+        }
+      } catch {
+        problems.append("the device file \(name) cannot be read: \(error)")
+      }
     }
   }
 

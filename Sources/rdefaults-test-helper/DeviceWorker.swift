@@ -7,7 +7,8 @@
 //   time T          the driver's wall time is T              start / stop / restart   the sync (restart: cancel, start)
 //   write K V       store V in key number K                  remove K   answers "held" or "none" (before the removal)
 //   synchronize     the sync looks at the folder now          idle       answers "idle", or "busy" after 30 s
-//   values          the stored values, "nil" for none        heard      what each key's observer heard, "1,nil;;5"
+//   values          the stored values, "nil" for none, "bad" for one that is no Int
+//   heard           what each key's observer heard, "1,nil;;5"
 //   name            the sync's device name, or "none"
 import Dispatch
 import Foundation
@@ -49,7 +50,8 @@ func runDeviceWorker(_ arguments: [String]) -> Never {
     let now: @Sendable () -> Int64 = { time.withLock { $0 } + skew }
     // The folder judges the stamps it reads by the device's clock, as the sync does.
     sync = store.sync(
-      DevicePlan.keys, with: SyncedFolder(URL(fileURLWithPath: arguments[0]), now: now), now: now, coalescing: .zero)
+      DevicePlan.keys.map { DefaultsKey<Int?>($0) }, with: SyncedFolder(URL(fileURLWithPath: arguments[0]), now: now),
+      now: now, coalescing: .zero)
   }
   func describe(_ value: Int?) -> String { value.map(String.init) ?? "nil" }
   while let line = readLine() {
@@ -87,7 +89,11 @@ func runDeviceWorker(_ arguments: [String]) -> Never {
     case ("values", 0):
       let stored = store.storedEntries
       answer = DevicePlan.keys.map { key in
-        if case .integer(let value)? = stored[PropertyListKey(key)] { String(value) } else { "nil" }
+        switch stored[PropertyListKey(key)] {
+        case .integer(let value)? where Int(exactly: value) != nil: String(value)
+        case nil: "nil"
+        default: "bad"
+        }
       }.joined(separator: " ")
     case ("heard", 0):
       answer = heard.withLock { $0 }.map { $0.map(describe).joined(separator: ",") }.joined(separator: ";")

@@ -99,25 +99,77 @@ import Testing
     #expect(found.contains { $0.contains("device 1's observer was left on nothing") })
   }
 
+  /// A forged copy of a device's file (its stamp, another value) is no device's write: its value may reach the
+  /// folder under that stamp, it stands in for the write it replaced, and of two entries with one stamp, the one the
+  /// sync ranks first (by its value's XML: 5 above 12, any value above none) is what every device must hold.
+  @Test func aForgedCopyStandsInForTheWriteItReplacedAndRanksByValue() {
+    var history = agreeing()
+    history.uploads = [.init(account: "A", key: 0, value: 12, stamp: stamp(10, "one"))]
+    (history.finalValues, history.heard) = (
+      [[12, nil, nil], [12, nil, nil]], [[[nil, 12], [nil], [nil]], [[nil, 12], [nil], [nil]]]
+    )
+    #expect(history.violations(of: plan).contains { $0.contains("12 reached account A stamped by one, which did not") })
+    #expect(
+      history.violations(of: plan).contains { $0.contains("device 0's last write 5 (operation 0, clock 10) never") })
+    history.forgeries = [.init(key: 0, value: 12, device: "one")]
+    #expect(history.violations(of: plan) == [])
+    history.uploads.append(.init(account: "A", key: 0, value: 5, stamp: stamp(10, "one")))
+    #expect(history.violations(of: plan).contains { $0.contains("device 0 holds 12, not 5 of the greatest stamp") })
+    let atOneStamp = { (value: Int?) in
+      DeviceHistory.Upload(account: "A", key: 0, value: value, stamp: self.stamp(10, "one"))
+    }
+    #expect(DeviceHistory.outranks(atOneStamp(5), atOneStamp(12)))
+    #expect(DeviceHistory.outranks(atOneStamp(12), atOneStamp(nil)))
+    #expect(!DeviceHistory.outranks(atOneStamp(12), atOneStamp(12)))
+    #expect(DeviceHistory.outranks(.init(account: "A", key: 0, value: nil, stamp: stamp(11, "one")), atOneStamp(5)))
+  }
+
+  @Test func onlyTheHostilePeersRefusalsAreExpected() {
+    #expect(
+      DeviceHistory.isHostileRefusal(
+        "problem The write of synced key 'a' was not pushed: the entry of device hostile is refused: its counter"))
+    #expect(
+      !DeviceHistory.isHostileRefusal(
+        "problem The write of synced key 'a' was not pushed: the entry of device 6BAE3D24 is refused: x"))
+  }
+
   @Test func aSeedNamesOnePlanWithinTheBounds() {
     #expect(DevicePlan.make(seed: 7, folder: false) == DevicePlan.make(seed: 7, folder: false))
+    var hostile = 0
     for seed in UInt64(0)..<200 {
       let plan = DevicePlan.make(seed: seed, folder: seed.isMultiple(of: 2))
       #expect((2...4).contains(plan.devices))
       #expect(plan.skews.allSatisfy { abs($0) <= 3 * 3_600_000 })
-      let values = plan.operations.compactMap { if case .write(_, _, let value) = $0 { value } else { nil } }
+      let values = plan.operations.compactMap { operation -> Int? in
+        switch operation {
+        case .write(_, _, let value), .forge(_, _, let value): value
+        default: nil
+        }
+      }
       #expect(Set(values).count == values.count)
       if plan.folder {
         #expect(!plan.operations.contains { if case .switchAccount = $0 { true } else { false } })
+        hostile += plan.operations.filter(Self.isHostile).count
+      } else {
+        #expect(!plan.operations.contains(where: Self.isHostile))
       }
       #expect(!plan.operations.contains { if case .kill = $0 { true } else { false } })
     }
+    // Hostile peers, in about one folder operation of ten.
+    #expect(hostile >= 200)
     // Processes: over the folder, with kills (and only there), each within 120 ms of the operation before it.
     let plans = (UInt64(0)..<50).map { DevicePlan.make(seed: $0, folder: false, processes: true) }
     #expect(plans.allSatisfy { $0.folder && $0.processes })
     let kills = plans.flatMap(\.operations).compactMap { if case .kill(_, let delay) = $0 { delay } else { nil } }
     #expect(kills.count >= 25)
     #expect(kills.allSatisfy { (0...120_000).contains($0) })
+  }
+
+  private static func isHostile(_ operation: DevicePlan.Operation) -> Bool {
+    switch operation {
+    case .garbage, .forge, .deleteFile, .conflictCopy, .emptyFolder: true
+    default: false
+    }
   }
 
   @Test func seededHistoriesKeepTheContract() async throws {

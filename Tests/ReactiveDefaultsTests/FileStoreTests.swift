@@ -114,6 +114,12 @@ private let name = DefaultsKey<String>("name", default: "")
     // Unobserved: the next read looks at the file.
     try replaceFromOutside(url, with: ["count": 2, "other": "kept"])
     #expect(await waitUntil { store[count] == 2 })
+    // The tools' whole-domain read follows the file as a read does (the device checker read a device file's store
+    // that another component had opened, and got the file as that one last saved it).
+    try replaceFromOutside(url, with: ["count": 4, "other": "kept"])
+    #expect(await waitUntil { store.storedEntries["count"] == .integer(4) })
+    try replaceFromOutside(url, with: ["count": 2, "other": "kept"])
+    #expect(await waitUntil { store[count] == 2 })
     let seen = Recorder<Int>()
     let token = store.observe(count) { seen.append($0) }
     defer { token.cancel() }

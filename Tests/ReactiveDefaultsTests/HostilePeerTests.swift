@@ -316,6 +316,47 @@ import Testing
     #expect(first[Self.level] == joining[Self.level])
   }
 
+  /// In a synced folder, an entry whose value does not decode as the key's type (an app version whose key has
+  /// another type) hides no other device's: a device joining after it was written gets the value the others hold, not
+  /// its default; and a device whose own file is removed while the refused entry stands pushes its value again. The
+  /// device checker's hostile peers found both: the folder handed the sync the newest entry whatever its value, and
+  /// the sync, refusing it, looked at the key as if the folder held nothing of this device's.
+  @Test func aValueThatDoesNotDecodeHidesNoEntryInAFolder() async throws {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("undecodable-\(UUID())")
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let (first, issues) = makeStore(.memory)
+    let firstSync = first.sync(Self.level, with: SyncedFolder(folder))
+    first[Self.level] = 5
+    #expect(await firstSync.waitUntilIdle(timeout: syncIdleBound))
+    let own = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".plist") }
+    try #require(own.count == 1)
+    // Another app version's entry, stamped after this device's write.
+    let stamp = SyncStamp(wall: SyncClock.now() + 60_000, counter: 0, device: "other-version")
+    let entry = SyncEntry(stamp: stamp, value: .string("abc")).propertyListValue
+    try PropertyListSerialization.data(
+      fromPropertyList: PropertyListValue.dictionary(["level": entry]).foundationObject, format: .xml, options: 0
+    ).write(to: folder.appendingPathComponent("other-version.plist"), options: .atomic)
+    firstSync.synchronize()
+    #expect(await firstSync.waitUntilIdle(timeout: syncIdleBound))
+    #expect(first[Self.level] == 5)
+    #expect(issues.values.filter { if case .syncRefused = $0 { true } else { false } }.count == 1, "\(issues.values)")
+    func joinerHears(_ value: Int) async -> Bool {
+      let (joining, _) = makeStore(.memory)
+      let sync = joining.sync(Self.level, with: SyncedFolder(folder))
+      let heard = Recorder<Int>()
+      let token = joining.property(Self.level).observe { heard.append($0) }
+      defer { token.cancel() }
+      let got = await heard.wait(timeout: 30 * timeoutScale) { $0.last == value }
+      withExtendedLifetime(sync) {}
+      return got
+    }
+    #expect(await joinerHears(5), "a device joining takes the newest entry it can decode")
+    try FileManager.default.removeItem(at: folder.appendingPathComponent(own[0]))
+    #expect(await joinerHears(5), "the device whose file was removed pushed its value again")
+    #expect(first[Self.level] == 5)
+    withExtendedLifetime(firstSync) {}
+  }
+
   /// A stamp at the bounds (a counter of 2^32, a day ahead but a minute) is taken as a value, but not into the clock
   /// beyond what leaves this device's own stamps within what other devices accept: its next write is pushed with a
   /// stamp an honest device takes (seen into the clock whole, every later write of this device was refused).

@@ -58,6 +58,19 @@ package struct DeviceHistory: Codable, Sendable, Equatable {
     }
   }
 
+  /// A value a forged copy of a device's file gave its entry of a key, with the device's stamp
+  /// (``DevicePlan/Operation/forge(device:key:value:)``).
+  package struct Forgery: Codable, Sendable, Equatable {
+    package var key: Int
+    package var value: Int
+    /// The sync name of the device whose file and stamp it took.
+    package var device: String
+
+    package init(key: Int, value: Int, device: String) {
+      (self.key, self.value, self.device) = (key, value, device)
+    }
+  }
+
   /// Each device's sync name (its file's name in a folder), nil for a device that never joined.
   package var deviceNames: [String?] = []
   /// The account every device is on at the end.
@@ -72,6 +85,9 @@ package struct DeviceHistory: Codable, Sendable, Equatable {
   package var problems: [String] = []
   /// How many times a device's process was killed.
   package var kills = 0
+  package var forgeries: [Forgery] = []
+  /// How many entries of the hostile peer devices refused and reported (each is expected, not a problem).
+  package var refusals = 0
 
   package init() {}
 
@@ -83,7 +99,7 @@ package struct DeviceHistory: Codable, Sendable, Equatable {
     for key in DevicePlan.keys.indices {
       let entries = final.filter { $0.key == key }
       // Convergence to the greatest stamp, for a key some device wrote.
-      if let best = entries.max(by: { $0.stamp < $1.stamp }) {
+      if let best = entries.max(by: { Self.outranks($1, $0) }) {
         for device in joined where finalValues[device][key] != best.value {
           found.append(
             "key \(key): device \(device) holds \(describe(finalValues[device][key])), not \(describe(best.value)) "
@@ -94,7 +110,10 @@ package struct DeviceHistory: Codable, Sendable, Equatable {
       for upload in uploads where upload.key == key {
         let makers = writes.filter { $0.key == key && $0.value == upload.value && $0.account == upload.account }
           .compactMap { deviceNames[$0.device] }
-        if !makers.contains(upload.stamp.device) {
+        let forged = forgeries.contains {
+          $0.key == key && $0.value == upload.value && $0.device == upload.stamp.device
+        }
+        if !makers.contains(upload.stamp.device) && !forged {
           found.append(
             "key \(key): \(describe(upload.value)) reached account \(upload.account) stamped by \(upload.stamp.device), "
               + "which did not write it there (device \(index(of: upload.stamp.device)): a pull re-stamped, or a value "
@@ -112,7 +131,11 @@ package struct DeviceHistory: Codable, Sendable, Equatable {
           last.account == finalAccount
         else { continue }
         let name = deviceNames[device]
-        let reached = entries.contains { $0.value == last.value && $0.stamp.device == name }
+        // Or replaced, with its stamp, by a forged copy of the device's file.
+        let forged = Set(forgeries.filter { $0.key == key && $0.device == name }.map(\.value))
+        let reached = entries.contains {
+          $0.stamp.device == name && ($0.value == last.value || $0.value.map(forged.contains) == true)
+        }
         let beaten = entries.contains { $0.stamp.device != name && $0.stamp.wall >= last.wall }
         // A removal where the remote never held the key, by a device whose sync never saw it hold one (written and
         // removed while offline), changes nothing to push.
@@ -166,6 +189,20 @@ package struct DeviceHistory: Codable, Sendable, Equatable {
       }
     }
     return found
+  }
+
+  /// Whether entry `left` outranks `right`, as the sync ranks them: by stamp, and of two with one stamp (a forged
+  /// copy and the original), by the bytes of the value's XML (no value ranks last).
+  package static func outranks(_ left: Upload, _ right: Upload) -> Bool {
+    if left.stamp != right.stamp { return right.stamp < left.stamp }
+    func bytes(_ value: Int?) -> [UInt8] { value.map { Array("<integer>\($0)</integer>\n".utf8) } ?? [] }
+    return bytes(right.value).lexicographicallyPrecedes(bytes(left.value))
+  }
+
+  /// Whether a store's report is a refusal of the hostile peer's entry (``DevicePlan/Operation/garbage(key:kind:)``):
+  /// expected, and no problem.
+  package static func isHostileRefusal(_ report: String) -> Bool {
+    report.contains("the entry of device \(DevicePlan.hostileDevice) is refused")
   }
 
   /// A device's number in the plan, from its sync name.

@@ -30,7 +30,44 @@ package struct DevicePlan: Codable, Sendable, Equatable {
     /// The device's process is killed (SIGKILL) `delay` microseconds after the operation before it returned (which is
     /// not waited out: its save or push may be under way), then started again over the same suite (processes only).
     case kill(device: Int, delay: Int)
+    /// A hostile or broken peer (another program, an app version whose type differs) writes an entry no device may
+    /// take into its own file in the folder (folder only): `kind` picks it among ``Garbage``.
+    case garbage(key: Int, kind: Int)
+    /// The device's file is replaced by a copy whose entry of the key carries `value` with the device's own stamp
+    /// (a forged copy, or one restored from a backup); nothing when the file holds no entry of the key (folder only).
+    case forge(device: Int, key: Int, value: Int)
+    /// A device's file is deleted (by a user, a file-sync tool's mistake): device `devices` is the hostile peer's
+    /// (folder only).
+    case deleteFile(device: Int)
+    /// A file-sync tool makes a conflict copy of the device's file beside it (folder only).
+    case conflictCopy(device: Int)
+    /// Every file in the folder is deleted (folder only).
+    case emptyFolder
   }
+
+  /// The entries a hostile peer writes (``Operation/garbage(key:kind:)``): none is a value any device may take, and
+  /// none may hide another device's entry of its key.
+  package enum Garbage: Int, CaseIterable, Sendable {
+    /// A well-formed stamp with a string value (an app version whose key has another type).
+    case string
+    /// A well-formed stamp with an integer beyond `Int`'s range (`UInt64.max`, the greatest a property list holds).
+    case hugeInteger
+    /// A well-formed stamp and a dictionary value.
+    case dictionary
+    /// A counter of `Int64.max` (the crash loop of issue 48).
+    case counterAtMaximum
+    /// A counter below 0.
+    case negativeCounter
+    /// A wall time two days ahead of the true time (every device's clock is within 3 hours of it).
+    case wallAhead
+    /// No counter.
+    case missingCounter
+    /// A string where the entry's dictionary should be.
+    case notAnEntry
+  }
+
+  /// The name the hostile peer's stamps and file carry.
+  package static let hostileDevice = "hostile"
 
   package var seed: UInt64
   /// Over the synced folder (else the cloud model).
@@ -81,6 +118,10 @@ package struct DevicePlan: Codable, Sendable, Equatable {
       let device = Int.random(in: 0..<devices, using: &random)
       let key = Int.random(in: 0..<keys.count, using: &random)
       let roll = Int.random(in: 0..<100, using: &random)
+      if folder && Int.random(in: 0..<100, using: &random) < 10 {
+        operations.append(hostile(device: device, key: key, value: index + 1, devices: devices, using: &random))
+        continue
+      }
       guard joined[device] else {
         if roll < 30 {
           joined[device] = true
@@ -114,6 +155,19 @@ package struct DevicePlan: Codable, Sendable, Equatable {
     return DevicePlan(
       seed: seed, folder: folder, processes: processes, skews: skews, startsJoined: startsJoined, ownValues: ownValues,
       operations: operations)
+  }
+
+  /// One of a hostile or careless peer's operations on the folder.
+  private static func hostile(
+    device: Int, key: Int, value: Int, devices: Int, using random: inout SeededGenerator
+  ) -> Operation {
+    switch Int.random(in: 0..<10, using: &random) {
+    case 0..<4: .garbage(key: key, kind: Int.random(in: 0..<Garbage.allCases.count, using: &random))
+    case 4..<6: .forge(device: device, key: key, value: value)
+    case 6..<8: .deleteFile(device: Int.random(in: 0...devices, using: &random))
+    case 8: .conflictCopy(device: device)
+    default: .emptyFolder
+    }
   }
 
   /// The plan without operation `index` (a write's value stays unique).

@@ -63,11 +63,13 @@ extension SyncDecision {
     of entry: SyncEntry, key: PropertyListKey, now: Int64, decodes: (PropertyListKey, PropertyListValue) -> Bool
   ) -> String? {
     if let reason = entry.stamp.dishonesty(now: now) { return reason }
-    if let value = entry.value, !decodes(key, value) {
-      return "its value does not decode as the key's type (an app version with other values, or another program)"
-    }
+    if let value = entry.value, !decodes(key, value) { return undecodable }
     return nil
   }
+
+  /// Why an entry whose value does not decode as its key's type is refused.
+  static let undecodable =
+    "its value does not decode as the key's type (an app version with other values, or another program)"
 }
 
 /// A remote entry the sync refused, and why.

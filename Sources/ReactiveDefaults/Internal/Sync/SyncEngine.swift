@@ -239,7 +239,7 @@ final class SyncEngine: Sendable {
     setStatus(.syncing)
     var problem: DefaultsError?
     do {
-      let remoteEntries = batch.pull == nil ? nil : remote.entries()
+      let remoteEntries = batch.pull == nil ? nil : pulledEntries()
       let looked = batch.pull.map { pull in pull.isEmpty ? batch.keys : batch.keys.filter(pull.contains) } ?? []
       var (pushes, refusals) = try decide(batch, withRemote: looked, remoteEntries: remoteEntries)
       // A synced folder skips such entries itself, so that they hide no other device's.
@@ -255,6 +255,14 @@ final class SyncEngine: Sendable {
       problem = failure
     }
     setStatus(problem.map { .problem($0) } ?? .idle)
+  }
+
+  /// The remote's entries; a synced folder's, of those whose values decode as their keys' types (its other entries
+  /// would hide the ones this device can take: every device's file holds its own).
+  private func pulledEntries() -> [String: PropertyListValue] {
+    guard let folder = remote as? SyncedFolder else { return remote.entries() }
+    let decoders = work.withLock { $0.decoders }
+    return folder.entries { key, value in decoders[key]?(value) ?? true }
   }
 
   /// Decides the batch in one edit (stamps, pulled values and the state written together, under the suite's lock);
