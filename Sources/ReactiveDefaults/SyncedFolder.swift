@@ -9,7 +9,7 @@ public import Foundation
 /// stamp among all the files (of two with one stamp, the one whose value every device ranks first). The
 /// folder is watched: another device's file arriving or changing is pulled within milliseconds of the tool writing it
 /// (Syncthing and Dropbox write a temporary file and rename it), and this device's own file removed or changed by
-/// someone else makes it look at every key again, pushing what it wrote. On a network
+/// someone else (from the moment the sync starts) makes it look at every key again, pushing what it wrote. On a network
 /// share (NFS, SMB) the file watches do not report other machines' changes: call ``DefaultsSync/synchronize()`` when
 /// the app starts or comes to the foreground.
 ///
@@ -26,9 +26,10 @@ public final class SyncedFolder: DefaultsRemote {
   /// Each device's file store, opened at its first start (a folder may serve several stores in one process, each its
   /// own device).
   private let files = Locked<[String: DefaultsStore]>([:])
-  /// Per device, its own file's stamp as this process's last push left it: another at a folder event is someone
-  /// else's doing (the file removed, replaced by a backup, or emptied), and the sync is told to push again.
-  private let pushedStamps = Locked<[String: SuiteFile.Stamp]>([:])
+  /// Per device, its own file's stamp as this process's last push left it, or as the sync found it when it started
+  /// (nil: no file): another at a folder event is someone else's doing (the file removed, replaced by a backup, or
+  /// emptied), and the sync is told to push again.
+  private let pushedStamps = Locked<[String: SuiteFile.Stamp?]>([:])
   /// Each device file's entries as last parsed, by file name, with the file's stamp then: a pull parses only the
   /// files that changed since (every save of a device's file is a rename, so a changed file has another stamp).
   private let parsed = Locked<[String: (stamp: SuiteFile.Stamp, entries: [PropertyListKey: PropertyListValue])]>([:])
@@ -66,6 +67,10 @@ public final class SyncedFolder: DefaultsRemote {
     // else (then every key is looked at again, and what this device wrote is pushed again: a device joining
     // meanwhile would get defaults).
     let seen = Locked(otherFiles(than: device))
+    // Known from the start, not from the first push: after a restart, this device's file removed or replaced before
+    // it wrote again went unnoticed (the device checker's hostile peers found it).
+    let own = SuiteFile(folder: folder.path, fileName: device + ".plist", system: .posix).stamp()
+    pushedStamps.withLock { stamps in if stamps[device] == nil { stamps[device] = .some(own) } }
     let watch = FileSystem.posix.watch(folder.path, "") { [weak self] in
       guard let self else { return }
       let now = otherFiles(than: device)
@@ -87,7 +92,7 @@ public final class SyncedFolder: DefaultsRemote {
     let now = SuiteFile(folder: folder.path, fileName: device + ".plist", system: .posix).stamp()
     return pushedStamps.withLock { stamps in
       guard let pushed = stamps[device], pushed != now else { return false }
-      stamps[device] = now
+      stamps[device] = .some(now)
       return true
     }
   }
@@ -180,7 +185,7 @@ public final class SyncedFolder: DefaultsRemote {
         for (key, entry) in entries { tx.record(.set(entry), forName: key) }
       }
       let stamp = SuiteFile(folder: folder.path, fileName: device + ".plist", system: .posix).stamp()
-      pushedStamps.withLock { $0[device] = stamp }
+      pushedStamps.withLock { $0[device] = .some(stamp) }
     } catch let error as DefaultsError {
       throw error
     } catch {

@@ -273,11 +273,26 @@ final class DeviceRun {
     history.finalAccount = devices.indices.first { devices[$0] != nil }.map(account) ?? "A"
   }
 
-  /// Every device online; synchronized until the values stop changing.
+  /// Every device online; synchronized until the values stop changing. First, the folder's watch alone brings every
+  /// device the greatest entry of each key within 3 s, with no `synchronize()` (which would hide a change the watch
+  /// missed: a device's own file removed, and not pushed again).
   private func settleFolder() {
     for index in devices.indices where devices[index]?.online == false {
       devices[index]?.online = true
       restartAfterStop(index)
+    }
+    waitForIdle()
+    if let folder {
+      let deadline = Date().addingTimeInterval(3)
+      var disagreement = watchDisagreement(folder)
+      while let found = disagreement, Date() < deadline {
+        usleep(10_000)  // the watch's latency is milliseconds; this polls for it, bounded by the deadline
+        waitForIdle()
+        disagreement = watchDisagreement(folder)
+        if disagreement == nil { break }
+        _ = found
+      }
+      if let disagreement { records.problem("without synchronize(), within 3 s: \(disagreement)") }
     }
     var last: [[Int?]] = []
     for _ in 0..<50 {
@@ -289,6 +304,22 @@ final class DeviceRun {
     }
   }
 
+  /// The first key some joined device holds otherwise than the folder's greatest entry of it (nil: none).
+  private func watchDisagreement(_ folder: URL) -> String? {
+    var folderHistory = DeviceHistory()
+    folderHistory.recordEntries(ofFolder: folder)
+    let values = finalValues()
+    for key in DevicePlan.keys.indices {
+      let entries = folderHistory.uploads.filter { $0.key == key }
+      guard let best = entries.max(by: { DeviceHistory.outranks($1, $0) }) else { continue }
+      for device in devices.indices where devices[device] != nil && values[device][key] != best.value {
+        return "key \(key): device \(device) holds \(values[device][key].map(String.init) ?? "nothing"), the folder's "
+          + "greatest entry \(best.value.map(String.init) ?? "nothing")"
+      }
+    }
+    return nil
+  }
+
   // MARK: What it left
 
   private func finalValues() -> [[Int?]] {
@@ -296,7 +327,7 @@ final class DeviceRun {
       guard let device else { return [] }
       let stored = device.store.storedEntries
       return DevicePlan.keys.map { key in
-        if case .integer(let value)? = stored[PropertyListKey(key)] { Int(value) } else { nil }
+        if case .integer(let value)? = stored[PropertyListKey(key)] { Int(exactly: value) } else { nil }
       }
     }
   }
@@ -345,13 +376,17 @@ extension DeviceHistory {
     }
     var value: Int?
     if let stored = fields["v"] {
-      guard case .integer(let number) = stored else {
+      guard case .integer(let number) = stored, let integer = Int(exactly: number) else {
         problems.append("an entry of \(key) holds \(stored)")
         return
       }
-      value = Int(number)
+      value = integer
     }
-    let stamp = DeviceStamp(wall: Int64(wall), counter: Int64(counter), device: device)
+    guard let wall = Int64(exactly: wall), let counter = Int64(exactly: counter) else {
+      problems.append("an entry of \(key) on \(account) has a stamp beyond 64 bits: \(entry)")
+      return
+    }
+    let stamp = DeviceStamp(wall: wall, counter: counter, device: device)
     uploads.append(.init(account: account, key: index, value: value, stamp: stamp))
   }
 }

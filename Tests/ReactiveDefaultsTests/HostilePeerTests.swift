@@ -274,10 +274,17 @@ import Testing
   /// again, with no write of its own, and a device joining afterwards gets the values, not defaults.
   /// (Not the whole folder deleted and made again at once: the folder's watch, looking for the folder again, can miss
   /// that it came back empty; a run under load missed it once in four.)
-  @Test func aDevicesOwnFileRemovedIsPushedAgain() async throws {
+  /// Also after the app restarted its sync and pushed nothing since (the device checker found that only a push of
+  /// this run made the device notice its file).
+  @Test(arguments: [false, true]) func aDevicesOwnFileRemovedIsPushedAgain(restarted: Bool) async throws {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("removed-\(UUID())")
     defer { try? FileManager.default.removeItem(at: folder) }
-    let (_, firstSync, ownURL) = try await deviceThatWroteFive(in: folder)
+    var (first, firstSync, ownURL) = try await deviceThatWroteFive(in: folder)
+    if restarted {
+      firstSync.cancel()
+      firstSync = first.sync(["level"], with: SyncedFolder(folder), now: SyncClock.now)
+      #expect(await firstSync.waitUntilIdle(timeout: syncIdleBound))
+    }
     try FileManager.default.removeItem(at: ownURL)
     let (joining, _) = makeStore(.memory)
     let joiningSync = joining.sync(["level"], with: SyncedFolder(folder), now: SyncClock.now)
