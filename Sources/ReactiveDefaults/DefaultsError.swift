@@ -98,12 +98,13 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
   ///   - reason: What the system answered.
   case documentNotRenewed(key: String, url: String, reason: String)
 
-  /// A synced key's write was not pushed: the remote's limits refuse it (``DefaultsRemoteLimits``). The value stays
-  /// in the store; the next write of the key is tried again.
+  /// A synced key's write was not pushed: the remote's limits refuse it (``DefaultsRemoteLimits``); the value stays
+  /// in the store, and the next write of the key is tried again. Or another device's entry of the key was refused:
+  /// its stamp no honest clock makes, or its value does not decode as the key's type; the local value stays.
   ///
   /// - Parameters:
   ///   - key: The key's name.
-  ///   - reason: Which limit it passes.
+  ///   - reason: Which limit the write passes, or which entry was refused and why.
   case syncRefused(key: String, reason: String)
 
   /// iCloud reported that the app's key-value storage is over its quota: its last pushes may not have reached the
@@ -158,8 +159,7 @@ public enum DefaultsError: Error, Sendable, Hashable, CustomStringConvertible {
       "The bookmark of the document remembered under '\(key)' (\(url)) could not be made again: \(reason). "
         + "The document opened as stored, which is kept; the next resolution tries again."
     case .syncRefused(let key, let reason):
-      "The write of synced key '\(key)' was not pushed: \(reason). The value stays on this device; shorten the "
-        + "key or keep the value in a file."
+      "Synced key '\(key)': \(reason). The value stays on this device."
     case .syncQuotaExceeded:
       "iCloud's key-value storage of this app is over its quota: its last changes may not reach other devices. "
         + "Sync fewer or smaller values."

@@ -126,13 +126,14 @@ public final class SyncedFolder: DefaultsRemote {
   }
 
   /// ``entries()``, of those whose value `decodes` as its key's type too (the sync's keys' types): an entry of an app
-  /// version whose key has another type, or of another program, is skipped and reported like a dishonest stamp, so
-  /// that it hides no entry of another device that this one can take.
+  /// version whose key has another type, or of another program, is skipped, so that it hides no entry of another
+  /// device that this one can take, and reported when it outranks the entry taken.
   func entries(decoding decodes: (PropertyListKey, PropertyListValue) -> Bool) -> [String: PropertyListValue] {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
     let now = now()
     var newest: [PropertyListKey: (entry: SyncEntry, stored: PropertyListValue)] = [:]
     var refused: [PropertyListKey: (stamp: SyncStamp, refusal: SyncRefusal)] = [:]
+    var undecodable: [PropertyListKey: SyncEntry] = [:]
     var files: [String: (stamp: SuiteFile.Stamp, entries: [PropertyListKey: PropertyListValue])] = [:]
     let known = parsed.withLock { $0 }
     for name in names.sorted() where Self.isDeviceFile(name) {
@@ -150,18 +151,27 @@ public final class SyncedFolder: DefaultsRemote {
       files[name] = (stamp, entries)
       for (key, stored) in entries {
         guard let entry = SyncEntry(stored) else { continue }
-        if let reason = entry.stamp.dishonesty(now: now)
-          ?? entry.value.flatMap({
-            decodes(key, $0) ? nil : SyncDecision.undecodable
-          })
-        {
+        if let reason = entry.stamp.dishonesty(now: now) {
           if let known = refused[key], known.stamp >= entry.stamp { continue }
           refused[key] = (entry.stamp, SyncRefusal(key: key, device: entry.stamp.device, reason: reason))
+          continue
+        }
+        if let value = entry.value, !decodes(key, value) {
+          if let known = undecodable[key], !entry.outranks(known) { continue }
+          undecodable[key] = entry
           continue
         }
         if let known = newest[key], !entry.outranks(known.entry) { continue }
         newest[key] = (entry, stored)
       }
+    }
+    // An entry that does not decode is reported only where it would have been the key's entry: one that a later
+    // write of an older version replaced stays in its device's file, and is no news.
+    for (key, entry) in undecodable where newest[key].map({ entry.outranks($0.entry) }) ?? true {
+      if let known = refused[key], known.stamp >= entry.stamp { continue }
+      let refusal = SyncRefusal(
+        key: key, device: entry.stamp.device, reason: SyncDecision.undecodable, valueRefusedAt: entry.stamp)
+      refused[key] = (entry.stamp, refusal)
     }
     parsed.withLock { $0 = files }
     skipped.withLock { $0 = refused.mapValues(\.refusal) }

@@ -127,10 +127,10 @@ import Testing
   @Test func onlyTheHostilePeersRefusalsAreExpected() {
     #expect(
       DeviceHistory.isHostileRefusal(
-        "problem The write of synced key 'a' was not pushed: the entry of device hostile is refused: its counter"))
+        "problem Synced key 'a': the entry of device hostile is refused: its counter"))
     #expect(
       !DeviceHistory.isHostileRefusal(
-        "problem The write of synced key 'a' was not pushed: the entry of device 6BAE3D24 is refused: x"))
+        "problem Synced key 'a': the entry of device 6BAE3D24 is refused: x"))
   }
 
   @Test func aSeedNamesOnePlanWithinTheBounds() {

@@ -361,6 +361,18 @@ import Testing
     try FileManager.default.removeItem(at: folder.appendingPathComponent(own[0]))
     #expect(await joinerHears(5), "the device whose file was removed pushed its value again")
     #expect(first[Self.level] == 5)
+    // The refused entry's stamp reached the clock all the same: this device's next write outranks it, and wins on a
+    // device of the newer version too (the folder's newest entry of any value is it).
+    first[Self.level] = 6
+    #expect(await firstSync.waitUntilIdle(timeout: syncIdleBound))
+    let newest = SyncedFolder(folder).entries()["level"].flatMap(SyncEntry.init)
+    #expect(newest?.value == .integer(6), "\(String(describing: newest))")
+    // An entry that a later write outranks is no news to a device joining now.
+    let (late, lateIssues) = makeStore(.memory)
+    let lateSync = late.sync(Self.level, with: SyncedFolder(folder))
+    #expect(await lateSync.waitUntilIdle(timeout: syncIdleBound))
+    #expect(late[Self.level] == 6)
+    #expect(lateIssues.values.isEmpty, "\(lateIssues.values)")
     withExtendedLifetime(firstSync) {}
   }
 

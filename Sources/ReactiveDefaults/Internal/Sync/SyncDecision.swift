@@ -22,11 +22,14 @@ struct SyncDecision {
   var refusals: [PropertyListKey: SyncRefusal] = [:]
 
   /// Stamps the batch's local writes at `time` and applies the winning remote entries to `state`; `decodes` tells
-  /// whether a value decodes as its key's type.
+  /// whether a value decodes as its key's type. `refusedForValue` holds the stamps of entries the remote itself left
+  /// out for their values (a synced folder's, which hands out the newest entry that decodes): the clock sees them, as
+  /// it sees the stamp of a value refused here.
   init(
     _ batch: SyncBatch, state: SyncState, own: [PropertyListKey: PropertyListValue], withRemote: [PropertyListKey],
     remoteEntries: [String: PropertyListValue]?, time: Int64,
-    decodes: (PropertyListKey, PropertyListValue) -> Bool = { _, _ in true }
+    decodes: (PropertyListKey, PropertyListValue) -> Bool = { _, _ in true },
+    refusedForValue: [PropertyListKey: SyncStamp] = [:]
   ) {
     self.state = state
     self.state.repair(now: time)
@@ -38,14 +41,13 @@ struct SyncDecision {
       if let push = outcome.push { pushes[key] = push }
     }
     for key in withRemote {
+      if let stamp = refusedForValue[key] { self.state.see(refused: stamp, now: time) }
       let entry = remoteEntries?[key.string].flatMap(SyncEntry.init)
       if let entry, let reason = Self.refusal(of: entry, key: key, now: time, decodes: decodes) {
         refusals[key] = SyncRefusal(key: key, device: entry.stamp.device, reason: reason)
         // A value refused for its type has an honest stamp: seen, so that this device's next write outranks it
         // (else, in a synced folder, the refused entry would stay the newest, and the devices would differ).
-        if entry.stamp.dishonesty(now: time) == nil, SyncClock.takesIn(entry.stamp, now: time) {
-          self.state.clock.see(entry.stamp)
-        }
+        if entry.stamp.dishonesty(now: time) == nil { self.state.see(refused: entry.stamp, now: time) }
         let outcome = self.state.reconcile(key, current: own[key], remote: nil, remoteKnown: false, now: time)
         if let push = outcome.push { pushes[key] = push }
         continue
@@ -54,6 +56,14 @@ struct SyncDecision {
       if let write = outcome.write { writes.append((key.string, write.map(StorageWrite.set) ?? .remove)) }
       if let push = outcome.push { pushes[key] = push }
     }
+  }
+}
+
+extension SyncState {
+  /// The clock sees the honest stamp of an entry refused for its value (so that this device's next write of the key
+  /// outranks it, and wins on the devices that took it too), within what it takes in.
+  fileprivate mutating func see(refused stamp: SyncStamp, now: Int64) {
+    if SyncClock.takesIn(stamp, now: now) { clock.see(stamp) }
   }
 }
 
@@ -78,6 +88,8 @@ struct SyncRefusal: Hashable, Sendable {
   /// The device the entry names as its writer.
   var device: String
   var reason: String
+  /// The entry's stamp, for an entry refused for its value (its stamp is honest: the clock sees it).
+  var valueRefusedAt: SyncStamp? = nil
 
   var problem: DefaultsError {
     .syncRefused(key: key.string, reason: "the entry of device \(device) is refused: \(reason)")

@@ -241,11 +241,13 @@ final class SyncEngine: Sendable {
     do {
       let remoteEntries = batch.pull == nil ? nil : pulledEntries()
       let looked = batch.pull.map { pull in pull.isEmpty ? batch.keys : batch.keys.filter(pull.contains) } ?? []
-      var (pushes, refusals) = try decide(batch, withRemote: looked, remoteEntries: remoteEntries)
       // A synced folder skips such entries itself, so that they hide no other device's.
-      if remoteEntries != nil, let folder = remote as? SyncedFolder {
-        for (key, refusal) in folder.refusals where looked.contains(key) { refusals[key] = refusals[key] ?? refusal }
-      }
+      let skipped =
+        remoteEntries == nil ? [:] : (remote as? SyncedFolder)?.refusals.filter { looked.contains($0.key) } ?? [:]
+      var (pushes, refusals) = try decide(
+        batch, withRemote: looked, remoteEntries: remoteEntries,
+        refusedForValue: skipped.compactMapValues(\.valueRefusedAt))
+      for (key, refusal) in skipped { refusals[key] = refusals[key] ?? refusal }
       problem = try push(pushes, remoteEntries: remoteEntries)
       let refusal = refused(refusals.values.sorted { $0.key < $1.key })
       problem = problem ?? refusal
@@ -271,7 +273,8 @@ final class SyncEngine: Sendable {
   /// sync's edit).
   /// Also returns the remote entries refused (``SyncDecision/refusals``).
   private func decide(
-    _ batch: SyncBatch, withRemote: [PropertyListKey], remoteEntries: [String: PropertyListValue]?
+    _ batch: SyncBatch, withRemote: [PropertyListKey], remoteEntries: [String: PropertyListValue]?,
+    refusedForValue: [PropertyListKey: SyncStamp]
   ) throws -> (pushes: [PropertyListKey: SyncEntry], refusals: [PropertyListKey: SyncRefusal]) {
     // Decoded here, before the edit: a key's type may be the app's own, whose decoding must not run under the
     // suite's locks.
@@ -288,7 +291,7 @@ final class SyncEngine: Sendable {
     if let seen, !batch.accountChanged {
       let dry = SyncDecision(
         batch, state: seen, own: store.hub.storage.snapshot(), withRemote: withRemote, remoteEntries: remoteEntries,
-        time: now(), decodes: decodes)
+        time: now(), decodes: decodes, refusedForValue: refusedForValue)
       if dry.state == seen && dry.writes.isEmpty && dry.pushes.isEmpty { return ([:], dry.refusals) }
     }
     // A write of this process made while the edit runs waits for it (``ChangeHub/edit(_:)``): it lands after the pulled
@@ -299,7 +302,7 @@ final class SyncEngine: Sendable {
       Self.editLooked.withLock { $0 }?(store)
       let decided = SyncDecision(
         batch, state: before, own: looked, withRemote: withRemote, remoteEntries: remoteEntries, time: self.now(),
-        decodes: decodes)
+        decodes: decodes, refusedForValue: refusedForValue)
       for write in decided.writes { tx.record(write.write, forName: write.key) }
       if decided.state != before { tx.record(.set(decided.state.propertyListValue), forName: DefaultsSync.stateKey) }
       return (decided.pushes, decided.refusals)
@@ -326,7 +329,8 @@ final class SyncEngine: Sendable {
       entries, remote: remoteEntries ?? remote.entries(), limits: remote.limits)
     var firstProblem: DefaultsError?
     for (key, reason) in refused.sorted(by: { $0.key < $1.key }) {
-      let problem = DefaultsError.syncRefused(key: key, reason: reason)
+      let problem = DefaultsError.syncRefused(
+        key: key, reason: "its write was not pushed: \(reason); shorten the key or keep the value in a file")
       report(problem)
       firstProblem = firstProblem ?? problem
     }
