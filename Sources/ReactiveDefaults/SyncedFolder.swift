@@ -17,8 +17,9 @@ public import Foundation
 /// the file-sync tool may ignore), hidden files, and a file that is not a property list (a device's file is read
 /// again when it changes). A conflict copy that some tool made anyway is read as one more device's file: the stamps
 /// decide, so it does no harm. An entry whose stamp no honest clock makes (a counter near `Int64.max`, a time more
-/// than a day ahead of this machine's clock) is skipped, so that it can hide no other device's entry of its key; the
-/// sync reports it (``DefaultsError/syncRefused(key:reason:)``).
+/// than a day ahead of this machine's clock), or, for a sync, whose value does not decode as its key's type, is
+/// skipped, so that it can hide no other device's entry of its key; the sync reports it
+/// (``DefaultsError/syncRefused(key:reason:)``).
 public final class SyncedFolder: DefaultsRemote {
   /// The folder.
   public let folder: URL
@@ -33,8 +34,6 @@ public final class SyncedFolder: DefaultsRemote {
   /// Each device file's entries as last parsed, by file name, with the file's stamp then: a pull parses only the
   /// files that changed since (every save of a device's file is a rename, so a changed file has another stamp).
   private let parsed = Locked<[String: (stamp: SuiteFile.Stamp, entries: [PropertyListKey: PropertyListValue])]>([:])
-  /// The entries the last ``entries()`` skipped, by key (the greatest stamp of each), for the sync to report.
-  private let skipped = Locked<[PropertyListKey: SyncRefusal]>([:])
   /// The wall clock the stamps are judged by (tests set it, as they set the sync's).
   let now: @Sendable () -> Int64
 
@@ -122,13 +121,25 @@ public final class SyncedFolder: DefaultsRemote {
   /// For each key, the entry with the greatest stamp among every device's file, of those an honest clock could have
   /// stamped (not more than a day ahead of this machine's clock, a counter from 0 to 2^32).
   public func entries() -> [String: PropertyListValue] {
-    entries { _, _ in true }
+    pull { _, _ in true }.entries
+  }
+
+  /// What a sync's pull of a folder finds: per key, the entry it takes, and the entries skipped.
+  struct Pull {
+    var entries: [String: PropertyListValue] = [:]
+    /// The entries to report, by key: the greatest dishonest stamp of each, or the greatest entry that does not
+    /// decode where it outranks the entry taken.
+    var refusals: [PropertyListKey: SyncRefusal] = [:]
+    /// Per key, the stamp of the greatest entry skipped for its value, where it outranks the entry taken (honest:
+    /// the sync's clock sees it).
+    var refusedForValue: [PropertyListKey: SyncStamp] = [:]
   }
 
   /// ``entries()``, of those whose value `decodes` as its key's type too (the sync's keys' types): an entry of an app
   /// version whose key has another type, or of another program, is skipped, so that it hides no entry of another
-  /// device that this one can take, and reported when it outranks the entry taken.
-  func entries(decoding decodes: (PropertyListKey, PropertyListValue) -> Bool) -> [String: PropertyListValue] {
+  /// device that this one can take, and reported when it outranks the entry taken. Returned whole, with what it
+  /// skipped: a folder may serve several syncs of one process at once.
+  func pull(decoding decodes: (PropertyListKey, PropertyListValue) -> Bool) -> Pull {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
     let now = now()
     var newest: [PropertyListKey: (entry: SyncEntry, stored: PropertyListValue)] = [:]
@@ -165,21 +176,20 @@ public final class SyncedFolder: DefaultsRemote {
         newest[key] = (entry, stored)
       }
     }
-    // An entry that does not decode is reported only where it would have been the key's entry: one that a later
-    // write of an older version replaced stays in its device's file, and is no news.
-    for (key, entry) in undecodable where newest[key].map({ entry.outranks($0.entry) }) ?? true {
-      if let known = refused[key], known.stamp >= entry.stamp { continue }
-      let refusal = SyncRefusal(
-        key: key, device: entry.stamp.device, reason: SyncDecision.undecodable, valueRefusedAt: entry.stamp)
-      refused[key] = (entry.stamp, refusal)
-    }
     parsed.withLock { $0 = files }
-    skipped.withLock { $0 = refused.mapValues(\.refusal) }
-    return Dictionary(uniqueKeysWithValues: newest.map { ($0.key.string, $0.value.stored) })
+    var pull = Pull(
+      entries: Dictionary(uniqueKeysWithValues: newest.map { ($0.key.string, $0.value.stored) }),
+      refusals: refused.mapValues(\.refusal))
+    // An entry that does not decode is reported only where it would have been the key's entry: one that a later
+    // write of an older version replaced stays in its device's file, and is no news. Its stamp reaches the clock
+    // whatever else is reported.
+    for (key, entry) in undecodable where newest[key].map({ entry.outranks($0.entry) }) ?? true {
+      pull.refusedForValue[key] = entry.stamp
+      if let known = refused[key], known.stamp >= entry.stamp { continue }
+      pull.refusals[key] = SyncRefusal(key: key, device: entry.stamp.device, reason: SyncDecision.undecodable)
+    }
+    return pull
   }
-
-  /// The entries the last ``entries()`` skipped, by key.
-  var refusals: [PropertyListKey: SyncRefusal] { skipped.withLock { $0 } }
 
   /// Writes the entries into this device's file, in one atomic save.
   public func store(_ entries: [String: PropertyListValue], from device: String) throws(DefaultsError) {

@@ -64,7 +64,7 @@ func runDeviceChecker(_ arguments: [String]) -> Never {
   }
   let started = Date()
   var checked = 0
-  var (kills, lostWrites) = (0, 0)
+  var (kills, lostWrites, refusals) = (0, 0, 0)
   var failed = 0
   var seed = firstSeed
   let list = seeds
@@ -86,6 +86,7 @@ func runDeviceChecker(_ arguments: [String]) -> Never {
     let history = runPlan(plan)
     let found = history.violations(of: plan)
     (kills, lostWrites) = (kills + history.kills, lostWrites + history.writes.filter(\.undone).count)
+    refusals += history.refusals
     checked += 1
     if list == nil && checked % kinds.count == 0 { seed += 1 }
     guard !found.isEmpty else { continue }
@@ -109,6 +110,7 @@ func runDeviceChecker(_ arguments: [String]) -> Never {
     FileHandle.standardOutput.write(Data(report.utf8))
   }
   var summary = "checked \(checked) histories, \(failed) failed"
+  if kinds.contains(where: \.folder) { summary += "; \(refusals) hostile entries refused and reported" }
   if kinds.contains(where: \.processes) {
     summary += "; \(kills) processes killed, \(lostWrites) writes undone (by a kill before their save, or offline)"
   }

@@ -109,7 +109,7 @@ extension HostileFolder {
         try garbage(key: key, kind: kind, time: time)
       case .forge(let device, let key, let value):
         guard let name = names[device], let writer = try forge(device: name, key: key, value: value) else { return nil }
-        return DeviceHistory.Forgery(key: key, value: value, device: writer)
+        return DeviceHistory.Forgery(operation: index, key: key, value: value, device: writer)
       case .deleteFile(let device):
         if let name = fileName(device) { try delete(name) }
       case .conflictCopy(let device):

@@ -111,7 +111,11 @@ import Testing
     #expect(history.violations(of: plan).contains { $0.contains("12 reached account A stamped by one, which did not") })
     #expect(
       history.violations(of: plan).contains { $0.contains("device 0's last write 5 (operation 0, clock 10) never") })
-    history.forgeries = [.init(key: 0, value: 12, device: "one")]
+    // A forgery made before the write stands in for none.
+    history.forgeries = [.init(operation: 0, key: 0, value: 12, device: "one")]
+    #expect(
+      history.violations(of: plan).contains { $0.contains("device 0's last write 5 (operation 0, clock 10) never") })
+    history.forgeries = [.init(operation: 1, key: 0, value: 12, device: "one")]
     #expect(history.violations(of: plan) == [])
     history.uploads.append(.init(account: "A", key: 0, value: 5, stamp: stamp(10, "one")))
     #expect(history.violations(of: plan).contains { $0.contains("device 0 holds 12, not 5 of the greatest stamp") })
@@ -178,6 +182,8 @@ import Testing
       ["devices", "--both", "--seeds", seeds], config: makeConfigFolder(), tool: "rdefaults-test-helper")
     #expect(result.status == 0, "\(result.output)\(result.error)")
     #expect(result.output.contains("checked 80 histories, 0 failed"), "\(result.output)")
+    // The hostile peers' entries were met, refused and reported (and only theirs: any other report fails a history).
+    #expect(!result.output.contains("; 0 hostile entries refused"), "\(result.output)")
   }
 
   /// Devices as processes over real suites, killed at random moments (a write's save or its push under way) and

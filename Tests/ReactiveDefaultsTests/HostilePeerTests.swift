@@ -279,7 +279,8 @@ import Testing
   @Test(arguments: [false, true]) func aDevicesOwnFileRemovedIsPushedAgain(restarted: Bool) async throws {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("removed-\(UUID())")
     defer { try? FileManager.default.removeItem(at: folder) }
-    var (first, firstSync, ownURL) = try await deviceThatWroteFive(in: folder)
+    let (first, synced, ownURL) = try await deviceThatWroteFive(in: folder)
+    var firstSync = synced
     if restarted {
       firstSync.cancel()
       firstSync = first.sync(["level"], with: SyncedFolder(folder), now: SyncClock.now)

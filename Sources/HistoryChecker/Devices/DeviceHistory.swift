@@ -61,13 +61,15 @@ package struct DeviceHistory: Codable, Sendable, Equatable {
   /// A value a forged copy of a device's file gave its entry of a key, with the device's stamp
   /// (``DevicePlan/Operation/forge(device:key:value:)``).
   package struct Forgery: Codable, Sendable, Equatable {
+    /// The plan's operation that made it.
+    package var operation: Int
     package var key: Int
     package var value: Int
-    /// The sync name of the device whose file and stamp it took.
+    /// The sync name of the device whose stamp it took.
     package var device: String
 
-    package init(key: Int, value: Int, device: String) {
-      (self.key, self.value, self.device) = (key, value, device)
+    package init(operation: Int, key: Int, value: Int, device: String) {
+      (self.operation, self.key, self.value, self.device) = (operation, key, value, device)
     }
   }
 
@@ -131,8 +133,9 @@ package struct DeviceHistory: Codable, Sendable, Equatable {
           last.account == finalAccount
         else { continue }
         let name = deviceNames[device]
-        // Or replaced, with its stamp, by a forged copy of the device's file.
-        let forged = Set(forgeries.filter { $0.key == key && $0.device == name }.map(\.value))
+        // Or replaced, with its stamp, by a forged copy made after it.
+        let forged = Set(
+          forgeries.filter { $0.key == key && $0.device == name && $0.operation > last.operation }.map(\.value))
         let reached = entries.contains {
           $0.stamp.device == name && ($0.value == last.value || $0.value.map(forged.contains) == true)
         }

@@ -88,8 +88,6 @@ struct SyncRefusal: Hashable, Sendable {
   /// The device the entry names as its writer.
   var device: String
   var reason: String
-  /// The entry's stamp, for an entry refused for its value (its stamp is honest: the clock sees it).
-  var valueRefusedAt: SyncStamp? = nil
 
   var problem: DefaultsError {
     .syncRefused(key: key.string, reason: "the entry of device \(device) is refused: \(reason)")

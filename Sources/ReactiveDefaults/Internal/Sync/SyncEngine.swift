@@ -239,15 +239,16 @@ final class SyncEngine: Sendable {
     setStatus(.syncing)
     var problem: DefaultsError?
     do {
-      let remoteEntries = batch.pull == nil ? nil : pulledEntries()
+      let pulled = batch.pull == nil ? nil : pull()
+      let remoteEntries = pulled?.entries
       let looked = batch.pull.map { pull in pull.isEmpty ? batch.keys : batch.keys.filter(pull.contains) } ?? []
       // A synced folder skips such entries itself, so that they hide no other device's.
-      let skipped =
-        remoteEntries == nil ? [:] : (remote as? SyncedFolder)?.refusals.filter { looked.contains($0.key) } ?? [:]
       var (pushes, refusals) = try decide(
         batch, withRemote: looked, remoteEntries: remoteEntries,
-        refusedForValue: skipped.compactMapValues(\.valueRefusedAt))
-      for (key, refusal) in skipped { refusals[key] = refusals[key] ?? refusal }
+        refusedForValue: pulled?.refusedForValue.filter { looked.contains($0.key) } ?? [:])
+      for (key, refusal) in pulled?.refusals ?? [:] where looked.contains(key) {
+        refusals[key] = refusals[key] ?? refusal
+      }
       problem = try push(pushes, remoteEntries: remoteEntries)
       let refusal = refused(refusals.values.sorted { $0.key < $1.key })
       problem = problem ?? refusal
@@ -260,11 +261,11 @@ final class SyncEngine: Sendable {
   }
 
   /// The remote's entries; a synced folder's, of those whose values decode as their keys' types (its other entries
-  /// would hide the ones this device can take: every device's file holds its own).
-  private func pulledEntries() -> [String: PropertyListValue] {
-    guard let folder = remote as? SyncedFolder else { return remote.entries() }
+  /// would hide the ones this device can take: every device's file holds its own), with what it skipped.
+  private func pull() -> SyncedFolder.Pull {
+    guard let folder = remote as? SyncedFolder else { return SyncedFolder.Pull(entries: remote.entries()) }
     let decoders = work.withLock { $0.decoders }
-    return folder.entries { key, value in decoders[key]?(value) ?? true }
+    return folder.pull { key, value in decoders[key]?(value) ?? true }
   }
 
   /// Decides the batch in one edit (stamps, pulled values and the state written together, under the suite's lock);
