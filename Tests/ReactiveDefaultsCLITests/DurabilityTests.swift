@@ -34,7 +34,11 @@ private func lockedKeyCount(ofPlistAt path: String) async throws -> Int {
 }
 
 @Suite(.linuxOnly) struct DurabilityTests {
-  /// A writer saving a 20,000-key suite over and over is killed 50 times: at random moments, and at the moment the
+  /// Fewer kills in the sanitizer's run (`STRESS_OPERATIONS` set): the work is the children's, which are the plain
+  /// build's, and their 20,000-key saves took the cores from the sanitized tests for minutes.
+  private static let light = ProcessInfo.processInfo.environment["STRESS_OPERATIONS"] != nil
+
+  /// A writer saving a 20,000-key suite over and over is killed 50 times (12 under the sanitizer): at random moments, and at the moment the
   /// plist (corelibs' in-place rewrite) or the journal starts changing. Every time, the next open through the
   /// library finds every key, and the file then parses (read under the suite's lock: the new writer is saving
   /// already). Without the journal, a kill timed to corelibs' rewrite
@@ -43,7 +47,7 @@ private func lockedKeyCount(ofPlistAt path: String) async throws -> Int {
     let config = makeConfigFolder()
     let count = 20_000
     try writeLargeSuite(config + "/big.plist", count: count)
-    for round in 0..<50 {
+    for round in 0..<(Self.light ? 12 : 50) {
       let watch = try #require(
         ModificationWatch(folder: config, names: [round % 4 == 1 ? "big.plist.journal" : "big.plist"]))
       let child = try RunningTool(["churn", "big", "\(count)"], config: config, tool: "rdefaults-test-helper")
@@ -67,7 +71,7 @@ private func lockedKeyCount(ofPlistAt path: String) async throws -> Int {
   }
 
   /// A writer that makes plain `UserDefaults` writes in a 20,000-key suite, each followed by an edit, is killed 20
-  /// times at the moment the plist starts changing: the edit's first step, corelibs' save of the plain write, in
+  /// times (6 under the sanitizer) at the moment the plist starts changing: the edit's first step, corelibs' save of the plain write, in
   /// place, under the suite's lock. Every time, the next open through the library finds every key. Without the
   /// journal kept while corelibs synchronizes outside a save (the file's bytes, put back by the next open), a kill
   /// there left an empty or cut file: every key lost (the history checker's killed plain writers).
@@ -75,7 +79,7 @@ private func lockedKeyCount(ofPlistAt path: String) async throws -> Int {
     let config = makeConfigFolder()
     let count = 20_000
     try writeLargeSuite(config + "/big.plist", count: count)
-    for round in 0..<20 {
+    for round in 0..<(Self.light ? 6 : 20) {
       let watch = try #require(ModificationWatch(folder: config, names: ["big.plist"]))
       let child = try RunningTool(["plainedits", "big", "\(count)"], config: config, tool: "rdefaults-test-helper")
       #expect(await child.lines.wait { $0.first?.hasPrefix("ready") == true }, "round \(round)")
