@@ -1,5 +1,4 @@
 import Foundation
-import TestSupport
 import Testing
 
 @testable import ReactiveDefaults
@@ -37,63 +36,62 @@ private final class Watcher: Sendable {
     let orderedKeys = 0..<12
     let started = ContinuousClock.now
 
-    // Each task a thread of its own: its operations block (locks, saves, file reads), and on the cooperative pool's
-    // threads (two here) they held back every other test of the run for minutes, and the stress test beside them.
-    let survivors = Locked<[Watcher]>([])
-    await onThreadsOfTheirOwn(Self.tasks) { task in
-      var random = SeededRandom(state: UInt64(task) &* 7919 &+ 1)
-      var watchers: [Watcher] = []
-      var links: [DefaultsObservation] = []
-      var sequence = 0
-      for _ in 0..<Self.operationsPerTask {
-        let store = stores[Int.random(in: 0..<2, using: &random)]
-        let index = Int.random(in: 0..<16, using: &random)
-        let key = keys[index]
-        switch Int.random(in: 0..<100, using: &random) {
-        case 0..<45:
-          sequence += 1
-          store[key] = (task + 1) * 1_000_000 + sequence
-        case 45..<65:
-          _ = store[key]
-        case 65..<70:
-          store.reset(key)
-        case 70..<80 where watchers.count < 8:
-          let watcher = Watcher(store: store, key: key, index: index)
-          watcher.start()
-          watchers.append(watcher)
-        case 70..<85:
-          if !watchers.isEmpty {
-            let watcher = watchers.remove(at: Int.random(in: 0..<watchers.count, using: &random))
-            watcher.token.withLock { $0 }?.cancel()
+    let survivors = await withTaskGroup(of: [Watcher].self) { group in
+      for task in 0..<Self.tasks {
+        group.addTask {
+          var random = SeededRandom(state: UInt64(task) &* 7919 &+ 1)
+          var watchers: [Watcher] = []
+          var links: [DefaultsObservation] = []
+          var sequence = 0
+          for operation in 0..<Self.operationsPerTask {
+            // Let other tests' tasks run now and then: this loop would otherwise hold a pool thread for seconds.
+            if operation.isMultiple(of: 64) { await Task.yield() }
+            let store = stores[Int.random(in: 0..<2, using: &random)]
+            let index = Int.random(in: 0..<16, using: &random)
+            let key = keys[index]
+            switch Int.random(in: 0..<100, using: &random) {
+            case 0..<45:
+              sequence += 1
+              store[key] = (task + 1) * 1_000_000 + sequence
+            case 45..<65:
+              _ = store[key]
+            case 65..<70:
+              store.reset(key)
+            case 70..<80 where watchers.count < 8:
+              let watcher = Watcher(store: store, key: key, index: index)
+              watcher.start()
+              watchers.append(watcher)
+            case 70..<85:
+              if !watchers.isEmpty {
+                let watcher = watchers.remove(at: Int.random(in: 0..<watchers.count, using: &random))
+                watcher.token.withLock { $0 }?.cancel()
+              }
+            case 85..<88:
+              let bound = keys[Int.random(in: 12..<16, using: &random)]
+              links.append(stores[0].property(bound).bind(to: stores[1].property(bound)))
+              if links.count > 2 { links.removeFirst().cancel() }
+            case 88..<92:
+              store.refresh()
+            case 92..<95:
+              var iterator = store.property(key).values.makeAsyncIterator()
+              _ = await iterator.next()
+            default:
+              _ = try? store.value(for: key)
+            }
           }
-        case 85..<88:
-          let bound = keys[Int.random(in: 12..<16, using: &random)]
-          links.append(stores[0].property(bound).bind(to: stores[1].property(bound)))
-          if links.count > 2 { links.removeFirst().cancel() }
-        case 88..<92:
-          store.refresh()
-        case 92..<95:
-          // The async sequence's first value, awaited by a task while this thread (not the pool's) waits for it.
-          let first = DispatchSemaphore(value: 0)
-          let values = store.property(key).values
-          Task {
-            var iterator = values.makeAsyncIterator()
-            _ = await iterator.next()
-            first.signal()
-          }
-          first.wait()
-        default:
-          _ = try? store.value(for: key)
+          for link in links { link.cancel() }
+          return watchers
         }
       }
-      for link in links { link.cancel() }
-      survivors.withLock { $0 += watchers }
+      var all: [Watcher] = []
+      for await watchers in group { all += watchers }
+      return all
     }
     let duration = ContinuousClock.now - started
     print("stress: \(Self.tasks) tasks × \(Self.operationsPerTask) operations in \(duration)")
 
     for store in stores { store.refresh() }
-    for watcher in survivors.withLock({ $0 }) {
+    for watcher in survivors {
       let seen = watcher.seen.withLock { $0 }
       // Every live observer's last value is the stored one.
       #expect(seen.last == watcher.store[watcher.key], "key\(watcher.index): \(seen.suffix(3))")
@@ -104,7 +102,7 @@ private final class Watcher: Sendable {
         #expect(mine == mine.sorted(), "key\(watcher.index), writer \(writer)")
       }
     }
-    for watcher in survivors.withLock({ $0 }) { watcher.token.withLock { $0 }?.cancel() }
+    for watcher in survivors { watcher.token.withLock { $0 }?.cancel() }
     for store in stores { #expect(store.hub.observerCount == 0) }
   }
 }
