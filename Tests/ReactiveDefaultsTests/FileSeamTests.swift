@@ -64,6 +64,24 @@ import Testing
     #expect(files.node(at: journal) == nil)
   }
 
+  /// A journal removed between its write and its rename (a file-sync tool emptying the folder, which takes no lock)
+  /// is written again: the merge lands. Removed at every attempt, the merge fails and leaves the file as it was.
+  @Test func aJournalRemovedBeforeItsRenameIsWrittenAgain() throws {
+    files.put(plist(["a": .integer(1)]), at: path)
+    let record = record()
+    #expect(record.open() == nil)
+    files.removeBeforeNextRenames(journal, times: SuiteFile.journalAttempts - 1)
+    #expect(try record.merge([("b", .integer(2))], loadingCopy: true) == nil)
+    #expect(try entries(at: path) == ["a": .integer(1), "b": .integer(2)])
+    #expect(files.contents(of: folder) == [path, path + ".lock"])
+    #expect(record.isSynced)
+
+    files.removeBeforeNextRenames(journal, times: SuiteFile.journalAttempts)
+    #expect(throws: SaveFailure.self) { try record.merge([("c", .integer(3))], loadingCopy: true) }
+    #expect(try entries(at: path) == ["a": .integer(1), "b": .integer(2)])
+    #expect(files.contents(of: folder) == [path, path + ".lock"])
+  }
+
   /// A merge that cannot write its journal (a full disk) leaves the file as it was, and nothing beside it.
   @Test func aMergeThatCannotWriteLeavesTheFileAndNoJournal() throws {
     files.put(plist(["a": .integer(1)]), at: path)

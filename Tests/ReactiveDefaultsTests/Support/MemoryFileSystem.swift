@@ -31,6 +31,8 @@ final class MemoryFileSystem: Sendable {
     var clock = 0
     var failing: [Operation: String] = [:]
     var calls: [Operation: Int] = [:]
+    /// Paths removed just before the next renames, one per rename, as a program that takes no lock would.
+    var removedBeforeRenames: [String] = []
     var watchers: [String: [UInt64: @Sendable () -> Void]] = [:]
     var nextWatcher: UInt64 = 0
 
@@ -89,6 +91,12 @@ final class MemoryFileSystem: Sendable {
   /// Makes the next call of `operation` fail with `reason`.
   func failNext(_ operation: Operation, _ reason: String = "injected failure") {
     state.withLock { $0.failing[operation] = reason }
+  }
+
+  /// Removes `path` just before each of the next `times` renames, as a program that takes no lock would (a
+  /// file-sync tool emptying the folder between a save's write and its rename).
+  func removeBeforeNextRenames(_ path: String, times: Int = 1) {
+    state.withLock { $0.removedBeforeRenames += Array(repeating: path, count: times) }
   }
 
   /// How many times `operation` was called.
@@ -186,6 +194,7 @@ final class MemoryFileSystem: Sendable {
   private func rename(_ source: String, _ target: String) throws(SaveFailure) {
     let outcome = state.withLock { state -> Result<[@Sendable () -> Void], SaveFailure> in
       if let failure = state.failure(.rename) { return .failure(failure) }
+      if !state.removedBeforeRenames.isEmpty { state.entries[state.removedBeforeRenames.removeFirst()] = nil }
       guard let entry = state.entries.removeValue(forKey: source) else {
         return .failure(SaveFailure("cannot rename \(source) to \(target): No such file or directory"))
       }

@@ -68,6 +68,29 @@ extension SuiteFile {
     try move(temporary, over: target, sourceIsTemporary: true)
   }
 
+  /// Writes `bytes` as the journal, flushed, and renames it over the file: one atomic replacement (call it holding the
+  /// file's lock). Returns the stamp the file then has. A program that takes no lock (a file-sync tool emptying a
+  /// synced folder, a user's `rm`) may remove the journal between its write and its rename: the rename then finds
+  /// nothing, and since the bytes are still at hand the journal is written again, at most ``journalAttempts`` times in
+  /// all. A rename that fails with the journal still there throws, and the next open completes that journal.
+  func commitJournal(_ bytes: Data) throws(SaveFailure) -> Stamp? {
+    var attempt = 1
+    while true {
+      try writeNewFile(journalPath, bytes)
+      let stamp = stamp(of: journalPath)
+      do {
+        try move(journalPath, over: path)
+        return stamp
+      } catch {
+        guard attempt < Self.journalAttempts, system.status(journalPath) == nil else { throw error }
+        attempt += 1
+      }
+    }
+  }
+
+  /// How many times ``commitJournal(_:)`` writes a journal that others keep removing before it gives up.
+  static let journalAttempts = 3
+
   /// Renames `source` over `target` and flushes their folder. On failure a temporary `source` is removed; a file
   /// that holds data (a journal, an unreadable plist) is kept.
   func move(

@@ -186,10 +186,7 @@ class TrackedFile: @unchecked Sendable {
     let bytes = SuiteFile.encode(domain)
     try Self.checkSize(bytes)
     Progress.report(.writing, done: 0, of: 0)
-    try file.writeNewFile(file.journalPath, bytes)
-    let savedStamp = file.stamp(of: file.journalPath)
-    try file.move(file.journalPath, over: file.path)
-    return (domain, savedStamp)
+    return (domain, try file.commitJournal(bytes))
   }
 
   /// Refuses to write a file the library would refuse to read (and move aside) at its next open.
