@@ -31,9 +31,13 @@ public final class SyncedFolder: DefaultsRemote {
   /// (nil: no file): another at a folder event is someone else's doing (the file removed, replaced by a backup, or
   /// emptied), and the sync is told to push again.
   private let pushedStamps = Locked<[String: SuiteFile.Stamp?]>([:])
-  /// Each device file's entries as last parsed, by file name, with the file's stamp then: a pull parses only the
-  /// files that changed since (every save of a device's file is a rename, so a changed file has another stamp).
-  private let parsed = Locked<[String: (stamp: SuiteFile.Stamp, entries: [PropertyListKey: PropertyListValue])]>([:])
+  /// The device files' entries as last read (``FolderIndex``): brought up to date one pull at a time, under this
+  /// lock (files are read under it; nothing else waits for it).
+  private let index = Locked(FolderIndex())
+  /// The names of the device files that changed since the index was last brought up to date, as the folder's watches
+  /// tell them; nil when any may have (no watch ran all along, the platform's watch tells no names, events were
+  /// lost, or ``synchronize()`` asked): then every file's stamp is looked at.
+  private let changedFiles = Locked<(names: Set<String>?, watches: Int)>((nil, 0))
   /// The wall clock the stamps are judged by (tests set it, as they set the sync's).
   let now: @Sendable () -> Int64
 
@@ -68,20 +72,55 @@ public final class SyncedFolder: DefaultsRemote {
     let seen = Locked(otherFiles(than: device))
     // Known from the start, not from the first push: after a restart, this device's file removed or replaced before
     // it wrote again went unnoticed (the device checker's hostile peers found it).
-    let own = SuiteFile(folder: folder.path, fileName: device + ".plist", system: .posix).stamp()
+    let ownName = device + ".plist"
+    let own = SuiteFile(folder: folder.path, fileName: ownName, system: .posix).stamp()
     pushedStamps.withLock { stamps in if stamps[device] == nil { stamps[device] = .some(own) } }
-    let watch = FileSystem.posix.watch(folder.path, "") { [weak self] in
+    let watch = FileSystem.watchNames(folder.path) { [weak self] names in
       guard let self else { return }
-      let now = otherFiles(than: device)
-      let changed = seen.withLock { seen in
-        defer { seen = now }
-        return seen != now
+      let changed: Bool
+      if let names {
+        // The names the watch tells: a pull reads these files alone.
+        let devices = names.filter(Self.isDeviceFile)
+        noteChanged(devices)
+        changed = devices.contains { $0 != ownName } || (devices.contains(ownName) && ownFileChangedElsewhere(device))
+      } else {
+        noteChanged(nil)
+        let now = otherFiles(than: device)
+        let others = seen.withLock { seen in
+          defer { seen = now }
+          return seen != now
+        }
+        changed = others || ownFileChangedElsewhere(device)
       }
-      if changed || ownFileChangedElsewhere(device) {
-        onChange(DefaultsRemoteChange(reason: .serverChange, keys: nil))
+      if changed { onChange(DefaultsRemoteChange(reason: .serverChange, keys: nil)) }
+    }
+    // What changed before the watch began is not known: the next pull looks at every file.
+    changedFiles.withLock { changed in
+      changed.names = nil
+      if watch != nil { changed.watches += 1 }
+    }
+    return DefaultsObservation { [weak self] in
+      guard let watch else { return }
+      watch.cancel()
+      self?.changedFiles.withLock { changed in
+        changed.watches -= 1
+        if changed.watches == 0 { changed.names = nil }
       }
     }
-    return DefaultsObservation { watch?.cancel() }
+  }
+
+  /// Notes that the device files `names` changed (nil: any may have), for the next pull.
+  private func noteChanged(_ names: Set<String>?) {
+    changedFiles.withLock { changed in
+      guard let names else { return changed.names = nil }
+      changed.names?.formUnion(names)
+    }
+  }
+
+  /// Looks at every file's stamp at the next pull: a change that no watch tells (a network share's, a file cut in
+  /// place) is found.
+  public func synchronize() throws(DefaultsError) {
+    noteChanged(nil)
   }
 
   /// Whether this device's own file is no longer as its last push here left it (its stamp is remembered anew, so
@@ -140,55 +179,38 @@ public final class SyncedFolder: DefaultsRemote {
   /// device that this one can take, and reported when it outranks the entry taken. Returned whole, with what it
   /// skipped: a folder may serve several syncs of one process at once.
   func pull(decoding decodes: (PropertyListKey, PropertyListValue) -> Bool) -> Pull {
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-    let now = now()
-    var newest: [PropertyListKey: (entry: SyncEntry, stored: PropertyListValue)] = [:]
-    var refused: [PropertyListKey: (stamp: SyncStamp, refusal: SyncRefusal)] = [:]
-    var undecodable: [PropertyListKey: SyncEntry] = [:]
-    var files: [String: (stamp: SuiteFile.Stamp, entries: [PropertyListKey: PropertyListValue])] = [:]
-    let known = parsed.withLock { $0 }
-    for name in names.sorted() where Self.isDeviceFile(name) {
-      // Every save of a device's file is a rename: a read without its lock sees one whole version.
-      let file = SuiteFile(folder: folder.path, fileName: name, system: .posix)
-      guard let stamp = file.stamp() else { continue }
-      let entries: [PropertyListKey: PropertyListValue]
-      if let cached = known[name], cached.stamp == stamp {
-        entries = cached.entries
+    // The app's decoders run outside the lock, on a copy of the index.
+    refreshedIndex().pull(now: now(), decoding: decodes)
+  }
+
+  /// The index brought up to date: the files that changed since the last pull read again (every file's stamp looked
+  /// at when which changed is not known). A file that is no property list holds nothing until it changes.
+  private func refreshedIndex() -> FolderIndex {
+    index.withLock { index in
+      let names = changedFiles.withLock { changed -> Set<String>? in
+        defer { changed.names = [] }
+        return changed.watches > 0 ? changed.names : nil
+      }
+      let looked: Set<String>
+      if let names {
+        looked = names
       } else {
-        // Stamped before the read: a file replaced meanwhile has another stamp at the next pull, and is read again.
-        guard let read = (try? file.settledRead())??.entries else { continue }
-        entries = read
+        let listed = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        looked = Set(listed.filter(Self.isDeviceFile)).union(index.files.keys)
       }
-      files[name] = (stamp, entries)
-      for (key, stored) in entries {
-        guard let entry = SyncEntry(stored) else { continue }
-        if let reason = entry.stamp.dishonesty(now: now) {
-          if let known = refused[key], known.stamp >= entry.stamp { continue }
-          refused[key] = (entry.stamp, SyncRefusal(key: key, device: entry.stamp.device, reason: reason))
-          continue
-        }
-        if let value = entry.value, !decodes(key, value) {
-          if let known = undecodable[key], !entry.outranks(known) { continue }
-          undecodable[key] = entry
-          continue
-        }
-        if let known = newest[key], !entry.outranks(known.entry) { continue }
-        newest[key] = (entry, stored)
+      var changes: [(name: String, stamp: SuiteFile.Stamp?, entries: [PropertyListKey: PropertyListValue]?)] = []
+      for name in looked {
+        // Every save of a device's file is a rename: a read without its lock sees one whole version.
+        let file = SuiteFile(folder: folder.path, fileName: name, system: .posix)
+        let stamp = file.stamp()
+        if let stamp, index.files[name]?.stamp == stamp { continue }
+        if stamp == nil && index.files[name] == nil { continue }
+        // Stamped before the read: a file replaced meanwhile has another stamp, and its rename is one more event.
+        changes.append((name, stamp, stamp == nil ? nil : (try? file.settledRead())??.entries))
       }
+      index.update(changes)
+      return index
     }
-    parsed.withLock { $0 = files }
-    var pull = Pull(
-      entries: Dictionary(uniqueKeysWithValues: newest.map { ($0.key.string, $0.value.stored) }),
-      refusals: refused.mapValues(\.refusal))
-    // An entry that does not decode is reported only where it would have been the key's entry: one that a later
-    // write of an older version replaced stays in its device's file, and is no news. Its stamp reaches the clock
-    // whatever else is reported.
-    for (key, entry) in undecodable where newest[key].map({ entry.outranks($0.entry) }) ?? true {
-      pull.refusedForValue[key] = entry.stamp
-      if let known = refused[key], known.stamp >= entry.stamp { continue }
-      pull.refusals[key] = SyncRefusal(key: key, device: entry.stamp.device, reason: SyncDecision.undecodable)
-    }
-    return pull
   }
 
   /// Writes the entries into this device's file, in one atomic save.
@@ -206,6 +228,8 @@ public final class SyncedFolder: DefaultsRemote {
       }
       let stamp = SuiteFile(folder: folder.path, fileName: device + ".plist", system: .posix).stamp()
       pushedStamps.withLock { $0[device] = .some(stamp) }
+      // Known now, not when the watch tells it: the next pull reads what this push wrote.
+      noteChanged([device + ".plist"])
     } catch let error as DefaultsError {
       throw error
     } catch {

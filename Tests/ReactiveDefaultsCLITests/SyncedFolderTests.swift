@@ -114,4 +114,25 @@ import Testing
     #expect(store[level] == 8)
     withExtendedLifetime(sync) {}
   }
+
+  /// A pull at a folder event reads only the files the event names; a change no watch tells (a file written in place
+  /// and not closed yet: inotify tells a write when the file is closed, as a network share tells nothing) is found by
+  /// `synchronize()`, which looks at every file of the folder again.
+  @Test func aChangeNoWatchTellsIsFoundBySynchronize() async throws {
+    let folder = makeConfigFolder() + "/synced"
+    let store = try #require(DefaultsStore(suiteName: makeSuiteName("here")))
+    let sync = store.sync(level, with: .folder(URL(fileURLWithPath: folder)))
+    #expect(await sync.waitUntilIdle(timeout: .seconds(30)))
+    let heard = Recorder<Int>()
+    let token = store.property(level).observe { heard.append($0) }
+    let entry = SyncEntry(stamp: SyncStamp(wall: SyncClock.now(), counter: 0, device: "other"), value: .integer(7))
+    let bytes = SuiteFile.encode(["level": entry.propertyListValue])
+    let descriptor = open(folder + "/other.plist", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    try #require(descriptor >= 0)
+    defer { close(descriptor) }
+    #expect(bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) } == bytes.count)
+    sync.synchronize()
+    #expect(await heard.wait(timeout: 30) { $0.last == 7 }, "\(heard.values)")
+    token.cancel()
+  }
 }

@@ -80,4 +80,69 @@ enum SyncScenarios {
     syncs.forEach { $0.cancel() }
     return latencies
   }
+
+  /// Milliseconds of CPU time the library spends per remote change in a synced folder of `devices` device files (10
+  /// keys each): another device's file replaced (written whole and renamed over the old one, as a file-sync tool
+  /// does) with a newer entry of the synced key, until the key's observer here has the new value. What is counted:
+  /// every thread of this process but the one writing the file (the folder's watch, the pull, the value written into
+  /// the suite with the sync's state, the observer). The median of `changes` changes, after five that warm up.
+  static func folderPull(devices: Int = 2_000, changes: Int) throws -> Double {
+    let folder = URL(fileURLWithPath: NSTemporaryDirectory() + "bench-sync-pull-\(UUID().uuidString)")
+    let suite = scratchSuite("sync-pull")
+    defer {
+      cleanUp(suite)
+      try? FileManager.default.removeItem(at: folder)
+    }
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let wall = Int(Date().timeIntervalSince1970 * 1000) - 3_600_000
+    /// A device's file: keys `k0`…`k9`, each an entry stamped `counter` on `device`'s clock.
+    func deviceFile(_ device: String, counter: Int, value: Int) throws -> Data {
+      var entries: [String: Any] = [:]
+      for key in 0..<10 {
+        entries["k\(key)"] = ["t": wall + counter, "c": counter, "d": device, "v": value + key] as [String: Any]
+      }
+      return try PropertyListSerialization.data(fromPropertyList: entries, format: .xml, options: 0)
+    }
+    for device in 0..<devices {
+      let name = String(format: "device-%04d", device)
+      try deviceFile(name, counter: 1, value: 0).write(to: folder.appendingPathComponent(name + ".plist"))
+    }
+    let store = DefaultsStore(suiteName: suite)!
+    let key = DefaultsKey<Int>("k0", default: -1)
+    let arrived = Mutex<Int>(-1)
+    let signal = DispatchSemaphore(value: 0)
+    let token = store.property(key).observe { value in
+      arrived.withLock { $0 = value }
+      signal.signal()
+    }
+    let sync = store.sync(key, with: .folder(folder))
+    var costs: [Double] = []
+    let writer = "device-0042"
+    for change in 1...(changes + 5) {
+      let value = 1_000_000 + change
+      let bytes = try deviceFile(writer, counter: 1 + change, value: value)
+      let before = libraryCPUNanoseconds()
+      try bytes.write(to: folder.appendingPathComponent(writer + ".plist"), options: .atomic)
+      while arrived.withLock({ $0 }) != value {
+        guard signal.wait(timeout: .now() + 10) == .success else {
+          FileHandle.standardError.write(Data("sync pull: change \(change) did not arrive within 10 s\n".utf8))
+          break
+        }
+      }
+      if change > 5 { costs.append(Double(libraryCPUNanoseconds() - before) / 1e6) }
+    }
+    sync.cancel()
+    token.cancel()
+    return percentile(costs, 0.5)
+  }
+
+  /// The CPU time of every thread of this process but the calling one, in nanoseconds.
+  private static func libraryCPUNanoseconds() -> Int64 {
+    func nanoseconds(_ clock: clockid_t) -> Int64 {
+      var time = timespec()
+      clock_gettime(clock, &time)
+      return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+    }
+    return nanoseconds(CLOCK_PROCESS_CPUTIME_ID) - nanoseconds(CLOCK_THREAD_CPUTIME_ID)
+  }
 }

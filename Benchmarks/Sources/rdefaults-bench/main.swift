@@ -152,6 +152,15 @@ func run(_ settings: Settings) throws {
   row("sync_write_overhead", SyncScenarios.writeOverhead(settings), target: "≤ 1.5")
   // The sync waits 50 ms for more local writes before stamping and pushing them (one run for a burst).
   latencyRows("sync_folder", p50: "≤ 100", p99: "≤ 250") { SyncScenarios.folderLatency(samples: samples) }
+  if settings.wants("sync_folder_pull_2000_devices_ms") {
+    // The same change in a folder of one device file, measured in the same run: what 2,000 devices add to it.
+    let changes = settings.quick ? 30 : 100
+    let alone = try SyncScenarios.folderPull(devices: 1, changes: changes)
+    let cost = try SyncScenarios.folderPull(devices: 2_000, changes: changes)
+    report.add(
+      "sync_folder_pull_2000_devices_ms", cost, target: "≤ 2",
+      detail: String(format: "CPU per remote change (1 device file: %.2f ms)", alone), extras: ["one_device_ms": alone])
+  }
 
   // The tool: `rdefaults import` and `export` of 100,000 keys ÷ Python's plistlib load + dump of the same file.
   if settings.wants("cli_import_100k_vs_python", "cli_export_100k_vs_python") {

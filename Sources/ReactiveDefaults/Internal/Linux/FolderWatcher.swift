@@ -32,7 +32,8 @@
     private struct State {
       /// By file name, exactly as the file system spells it (two suites whose names differ only by Unicode
       /// normalization have two files).
-      var subscribers: [PropertyListKey: [UInt64: @Sendable () -> Void]] = [:]
+      /// Each told the names that changed (nil: any may have); a subscriber of one name is told nothing else.
+      var subscribers: [PropertyListKey: [UInt64: @Sendable (Set<PropertyListKey>?) -> Void]] = [:]
       var nextID: UInt64 = 0
     }
 
@@ -80,6 +81,21 @@
     static func subscribe(folder: String, fileName: String, onChange: @escaping @Sendable () -> Void)
       -> Subscription?
     {
+      subscribe(folder: folder, fileName: fileName) { _ in onChange() }
+    }
+
+    /// Calls `onChange` (on the watcher's thread; keep it short) with the names of the files of `folder` written,
+    /// replaced or removed (nil when any may have been: events were lost, or the folder went away and came back),
+    /// until the subscription ends. Nil when the folder cannot be watched.
+    static func subscribe(folder: String, onNames onChange: @escaping @Sendable (Set<PropertyListKey>?) -> Void)
+      -> Subscription?
+    {
+      subscribe(folder: folder, fileName: "", onChange: onChange)
+    }
+
+    private static func subscribe(
+      folder: String, fileName: String, onChange: @escaping @Sendable (Set<PropertyListKey>?) -> Void
+    ) -> Subscription? {
       watchers.withLock { watchers -> Subscription? in
         guard let watcher = watchers[PropertyListKey(folder)] ?? FolderWatcher(folder: folder) else { return nil }
         watchers[PropertyListKey(folder)] = watcher
@@ -180,13 +196,13 @@
             changed.flatMap { state.subscribers[$0]?.values ?? [:].values }
               + (changed.isEmpty ? [] : Array(state.subscribers[""]?.values ?? [:].values))
           }
-          for handler in handlers { handler() }
+          for handler in handlers { handler(changed) }
         }
       }
     }
 
     private func tellEverySubscriber() {
-      for handler in state.withLock({ $0.subscribers.values.flatMap(\.values) }) { handler() }
+      for handler in state.withLock({ $0.subscribers.values.flatMap(\.values) }) { handler(nil) }
     }
   }
 

@@ -4,8 +4,12 @@ enum SyncLimits {
   /// that would take the remote past its key count or its total size (the keys are taken in their sorted order while
   /// they fit; a key the remote already holds does not add to the count).
   static func refusals(
-    _ pushes: [String: PropertyListValue], remote: [String: PropertyListValue], limits: DefaultsRemoteLimits
+    _ pushes: [String: PropertyListValue], remote entries: @autoclosure () -> [String: PropertyListValue],
+    limits: DefaultsRemoteLimits
   ) -> [String: String] {
+    // A remote without limits (a synced folder) refuses nothing: its entries are not even looked at.
+    guard limits != .unlimited else { return [:] }
+    let remote = entries()
     var refused: [String: String] = [:]
     var count = remote.count
     var total = remote.reduce(0) { $0 + size($1.key, $1.value) }
