@@ -69,8 +69,11 @@ import Testing
     /// `appSynchronizes`: the app's `UserDefaults.synchronize()` of another suite, right after the write, which on
     /// corelibs saves every suite of the process in place, the dropped hub's unsaved write with it. The whole-suite
     /// runs made that order at random (another test's plain `synchronize()` loop): it failed CI three times while this
-    /// test's other process wrote the file as the test last saw it, undoing a save it had not read.
-    @Test(arguments: [false, true])
+    /// test's other process wrote the file as the test last saw it, undoing a save it had not read. The two cases run
+    /// one after the other: the second's `synchronize()` saves every suite of the process, the first's too, and run
+    /// side by side (as they do when this test runs alone) it landed inside the first's stand-in for another process,
+    /// which reads the file and writes it back, in half the runs.
+    @Test(.serialized, arguments: [false, true])
     func aStoreMadeWhileTheDroppedHubSavesHearsWhatThatSaveMerged(appSynchronizes: Bool) async throws {
       let name = makeSuiteName()
       defer { removeSuiteFile(name) }
