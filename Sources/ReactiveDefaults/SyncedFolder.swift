@@ -36,8 +36,14 @@ public final class SyncedFolder: DefaultsRemote {
   private let index = Locked(FolderIndex())
   /// The names of the device files that changed since the index was last brought up to date, as the folder's watches
   /// tell them; nil when any may have (no watch ran all along, the platform's watch tells no names, events were
-  /// lost, or ``synchronize()`` asked): then every file's stamp is looked at.
-  private let changedFiles = Locked<(names: Set<String>?, watches: Int)>((nil, 0))
+  /// lost, or ``synchronize()`` asked): then every file's stamp is looked at. With the number of watches running.
+  private let changedFiles = Locked<(names: Set<PropertyListKey>?, watches: Int)>((nil, 0))
+  /// When the index last looked at every file (``monotonicNanoseconds()``), and the files it could not read then or
+  /// since (looked at again at every pull until they are read).
+  private let looks = Locked<(lastWhole: UInt64?, unread: Set<PropertyListKey>)>((nil, []))
+  /// How often a pull looks at every file all the same: the watch does not tell everything (a file linked into the
+  /// folder, a file's permissions changed), and whatever it missed is found within this time of the next event.
+  static let wholeLookInterval: UInt64 = 60_000_000_000
   /// The wall clock the stamps are judged by (tests set it, as they set the sync's).
   let now: @Sendable () -> Int64
 
@@ -72,15 +78,15 @@ public final class SyncedFolder: DefaultsRemote {
     let seen = Locked(otherFiles(than: device))
     // Known from the start, not from the first push: after a restart, this device's file removed or replaced before
     // it wrote again went unnoticed (the device checker's hostile peers found it).
-    let ownName = device + ".plist"
-    let own = SuiteFile(folder: folder.path, fileName: ownName, system: .posix).stamp()
+    let ownName = PropertyListKey(device + ".plist")
+    let own = SuiteFile(folder: folder.path, fileName: ownName.string, system: .posix).stamp()
     pushedStamps.withLock { stamps in if stamps[device] == nil { stamps[device] = .some(own) } }
     let watch = FileSystem.watchNames(folder.path) { [weak self] names in
       guard let self else { return }
       let changed: Bool
       if let names {
         // The names the watch tells: a pull reads these files alone.
-        let devices = names.filter(Self.isDeviceFile)
+        let devices = names.filter { Self.isDeviceFile($0.string) }
         noteChanged(devices)
         changed = devices.contains { $0 != ownName } || (devices.contains(ownName) && ownFileChangedElsewhere(device))
       } else {
@@ -110,7 +116,7 @@ public final class SyncedFolder: DefaultsRemote {
   }
 
   /// Notes that the device files `names` changed (nil: any may have), for the next pull.
-  private func noteChanged(_ names: Set<String>?) {
+  private func noteChanged(_ names: Set<PropertyListKey>?) {
     changedFiles.withLock { changed in
       guard let names else { return changed.names = nil }
       changed.names?.formUnion(names)
@@ -184,33 +190,59 @@ public final class SyncedFolder: DefaultsRemote {
   }
 
   /// The index brought up to date: the files that changed since the last pull read again (every file's stamp looked
-  /// at when which changed is not known). A file that is no property list holds nothing until it changes.
+  /// at when which changed is not known, and at least every ``wholeLookInterval``). A file that is no property list
+  /// holds nothing until it changes; one that cannot be read (no permission, too many open files) is read again at
+  /// every pull until it is.
   private func refreshedIndex() -> FolderIndex {
-    index.withLock { index in
-      let names = changedFiles.withLock { changed -> Set<String>? in
-        defer { changed.names = [] }
-        return changed.watches > 0 ? changed.names : nil
-      }
-      let looked: Set<String>
-      if let names {
-        looked = names
-      } else {
-        let listed = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-        looked = Set(listed.filter(Self.isDeviceFile)).union(index.files.keys)
-      }
-      var changes: [(name: String, stamp: SuiteFile.Stamp?, entries: [PropertyListKey: PropertyListValue]?)] = []
-      for name in looked {
-        // Every save of a device's file is a rename: a read without its lock sees one whole version.
-        let file = SuiteFile(folder: folder.path, fileName: name, system: .posix)
-        let stamp = file.stamp()
-        if let stamp, index.files[name]?.stamp == stamp { continue }
-        if stamp == nil && index.files[name] == nil { continue }
-        // Stamped before the read: a file replaced meanwhile has another stamp, and its rename is one more event.
-        changes.append((name, stamp, stamp == nil ? nil : (try? file.settledRead())??.entries))
-      }
-      index.update(changes)
+    index.withLock { index -> FolderIndex in
+      refresh(&index)
       return index
     }
+  }
+
+  /// ``refreshedIndex()``'s work, holding the index's lock.
+  private func refresh(_ index: inout FolderIndex) {
+    let now = monotonicNanoseconds()
+    let told = changedFiles.withLock { changed -> Set<PropertyListKey>? in
+      defer { changed.names = [] }
+      return changed.watches > 0 ? changed.names : nil
+    }
+    let (whole, unread) = looks.withLock { looks -> (Bool, Set<PropertyListKey>) in
+      let due = told == nil || looks.lastWhole.map { now &- $0 >= Self.wholeLookInterval } ?? true
+      if due { looks.lastWhole = now }
+      return (due, looks.unread)
+    }
+    var looked = told ?? []
+    if whole {
+      // Listed as the file system spells each name: two that differ only by Unicode normalization are two files.
+      let listed = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+      looked = Set(listed.filter(Self.isDeviceFile).map { PropertyListKey($0) }).union(index.files.keys)
+    }
+    looked.formUnion(unread)
+    var changes: [FolderIndex.Change] = []
+    var stillUnread: Set<PropertyListKey> = []
+    for name in looked {
+      // Every save of a device's file is a rename: a read without its lock sees one whole version.
+      let file = SuiteFile(folder: folder.path, fileName: name.string, system: .posix)
+      let stamp = file.stamp()
+      if let stamp, index.files[name]?.stamp == stamp { continue }
+      if stamp == nil && index.files[name] == nil { continue }
+      // Stamped before the read: a file replaced meanwhile has another stamp, and its rename is one more event.
+      guard stamp != nil else {
+        changes.append((name, nil, nil))
+        continue
+      }
+      switch Result(catching: { () throws(SuiteFileProblem) in try file.settledRead()?.entries }) {
+      case .success(let entries): changes.append((name, stamp, entries))
+      case .failure(.cannotRead):
+        // Not the file's content: its entries are left out until it is read.
+        stillUnread.insert(name)
+        changes.append((name, nil, nil))
+      case .failure: changes.append((name, stamp, nil))
+      }
+    }
+    looks.withLock { $0.unread = stillUnread }
+    index.update(changes)
   }
 
   /// Writes the entries into this device's file, in one atomic save.
@@ -229,7 +261,7 @@ public final class SyncedFolder: DefaultsRemote {
       let stamp = SuiteFile(folder: folder.path, fileName: device + ".plist", system: .posix).stamp()
       pushedStamps.withLock { $0[device] = .some(stamp) }
       // Known now, not when the watch tells it: the next pull reads what this push wrote.
-      noteChanged([device + ".plist"])
+      noteChanged([PropertyListKey(device + ".plist")])
     } catch let error as DefaultsError {
       throw error
     } catch {

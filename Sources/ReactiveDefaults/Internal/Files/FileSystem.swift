@@ -146,13 +146,13 @@ extension FileSystem {
 extension FileSystem {
   /// Calls `onChange` with the names of the files of `folder` that were written, replaced or removed, until the
   /// returned watch is cancelled: nil names when any may have changed (where the platform's watch tells no names,
-  /// as Apple's does not, or events were lost). Nil where there is no watching.
-  static func watchNames(_ folder: String, _ onChange: @escaping @Sendable (Set<String>?) -> Void) -> FileWatch? {
+  /// as Apple's does not, or events were lost). Names are as the file system spells them (two that differ only by
+  /// Unicode normalization are two files). Nil where there is no watching.
+  static func watchNames(_ folder: String, _ onChange: @escaping @Sendable (Set<PropertyListKey>?) -> Void)
+    -> FileWatch?
+  {
     #if os(Linux)
-      guard
-        let subscription = FolderWatcher.subscribe(
-          folder: folder, onNames: { names in onChange(names.map { Set($0.map(\.string)) }) })
-      else { return nil }
+      guard let subscription = FolderWatcher.subscribe(folder: folder, onNames: onChange) else { return nil }
       return FileWatch { subscription.cancel() }
     #else
       return posix.watch(folder, "") { onChange(nil) }

@@ -79,12 +79,14 @@ extension SuiteFile {
       try writeNewFile(journalPath, bytes)
       let stamp = stamp(of: journalPath)
       do {
-        try move(journalPath, over: path)
-        return stamp
+        try system.rename(journalPath, path)
       } catch {
         guard attempt < Self.journalAttempts, system.status(journalPath) == nil else { throw error }
         attempt += 1
+        continue
       }
+      try flushFolder(of: path)
+      return stamp
     }
   }
 

@@ -32,7 +32,8 @@
     private struct State {
       /// By file name, exactly as the file system spells it (two suites whose names differ only by Unicode
       /// normalization have two files).
-      /// Each told the names that changed (nil: any may have); a subscriber of one name is told nothing else.
+      /// Each told the names that changed (nil: any may have); a subscriber of one name is called only when that
+      /// name is among them (its closure ignores the names).
       var subscribers: [PropertyListKey: [UInt64: @Sendable (Set<PropertyListKey>?) -> Void]] = [:]
       var nextID: UInt64 = 0
     }

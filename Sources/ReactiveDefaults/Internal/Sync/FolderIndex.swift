@@ -7,30 +7,31 @@ struct FolderIndex: Sendable {
     var entry: SyncEntry
     /// The entry as the file holds it.
     var stored: PropertyListValue
-    /// The file's name.
-    var file: String
+    /// The file's name, exactly as the file system spells it.
+    var file: PropertyListKey
 
     /// Whether this candidate ranks above `other`: by entry (``SyncEntry/outranks(_:)``, a total order on
     /// entries), then by file name, so that each candidate has one place.
     func precedes(_ other: Candidate) -> Bool {
       if entry.outranks(other.entry) { return true }
       if other.entry.outranks(entry) { return false }
-      return Array(file.utf8).lexicographicallyPrecedes(other.file.utf8)
+      return Array(file.string.utf8).lexicographicallyPrecedes(other.file.string.utf8)
     }
   }
 
   /// Per file, its stamp as last read and what it held then (nothing for a file that is no property list).
-  private(set) var files: [String: (stamp: SuiteFile.Stamp, entries: [PropertyListKey: Candidate])] = [:]
+  private(set) var files: [PropertyListKey: (stamp: SuiteFile.Stamp, entries: [PropertyListKey: Candidate])] = [:]
   /// Per key, the candidates whose counters an honest clock can make, greatest last: a device's new write, the
   /// greatest entry of its key, goes at the end, moving nothing. (An entry more than a day ahead
   /// of this device's clock is among them: it ranks above every honest entry, and becomes one as time passes.)
   private var ranked: [PropertyListKey: [Candidate]] = [:]
   /// Per key, the candidates whose counters no clock makes (``SyncStamp/maximumCounter``): never taken, whenever it
   /// is, and reported.
-  private var outOfRange: [PropertyListKey: [String: Candidate]] = [:]
+  private var outOfRange: [PropertyListKey: [PropertyListKey: Candidate]] = [:]
 
   /// Records what the file `name` holds now: its entries at `stamp`, or nothing (nil: the file is gone).
-  mutating func update(_ name: String, stamp: SuiteFile.Stamp?, entries: [PropertyListKey: PropertyListValue]?) {
+  mutating func update(_ name: PropertyListKey, stamp: SuiteFile.Stamp?, entries: [PropertyListKey: PropertyListValue]?)
+  {
     if let old = files.removeValue(forKey: name) {
       for (key, candidate) in old.entries { remove(candidate, forKey: key) }
     }
@@ -45,11 +46,12 @@ struct FolderIndex: Sendable {
     files[name] = (stamp, candidates)
   }
 
+  /// What a file holds now: its entries at `stamp` (nil stamp: the file is gone).
+  typealias Change = (name: PropertyListKey, stamp: SuiteFile.Stamp?, entries: [PropertyListKey: PropertyListValue]?)
+
   /// Records what several files hold now (``update(_:stamp:entries:)``, for each). Many at once (a sync's start, a
   /// folder whose files all changed) are sorted in once per key, not inserted one by one.
-  mutating func update(
-    _ changes: [(name: String, stamp: SuiteFile.Stamp?, entries: [PropertyListKey: PropertyListValue]?)]
-  ) {
+  mutating func update(_ changes: [Change]) {
     guard changes.count > 16 else {
       for change in changes { update(change.name, stamp: change.stamp, entries: change.entries) }
       return
@@ -109,12 +111,14 @@ struct FolderIndex: Sendable {
       if outOfRange[key]?.isEmpty == true { outOfRange[key] = nil }
       return
     }
-    guard let list = ranked[key] else { return }
-    let place = Self.place(of: candidate, in: list)
-    guard place < list.count, list[place].file == candidate.file else { return }
-    if list.count == 1 { return ranked[key] = nil }
-    // In place, as in ``insert(_:forKey:)``.
-    ranked[key]?.remove(at: place)
+    let found = ranked[key].flatMap { list -> (place: Int, count: Int)? in
+      let place = Self.place(of: candidate, in: list)
+      return place < list.count && list[place].file == candidate.file ? (place, list.count) : nil
+    }
+    guard let found else { return }
+    if found.count == 1 { return ranked[key] = nil }
+    // In place, as in ``insert(_:forKey:)`` (no other reference to the array is held).
+    ranked[key]?.remove(at: found.place)
   }
 
   /// Where `candidate` goes in `list` (greatest last): the index of the first candidate it does not rank above (its
@@ -143,7 +147,10 @@ struct FolderIndex: Sendable {
       refused[key] = (entry.stamp, SyncRefusal(key: key, device: entry.stamp.device, reason: reason))
     }
     for (key, byFile) in outOfRange {
-      for candidate in byFile.values.sorted(by: { Array($0.file.utf8).lexicographicallyPrecedes($1.file.utf8) }) {
+      let sorted = byFile.values.sorted {
+        Array($0.file.string.utf8).lexicographicallyPrecedes($1.file.string.utf8)
+      }
+      for candidate in sorted {
         refuse(candidate.entry, forKey: key, reason: candidate.entry.stamp.dishonesty(now: now) ?? "")
       }
     }

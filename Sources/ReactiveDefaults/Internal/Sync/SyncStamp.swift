@@ -139,7 +139,9 @@ struct SyncEntry: Hashable, Sendable {
   /// sorts first). A total order on entries: every device that holds both picks the same, whichever it held first.
   func outranks(_ other: SyncEntry) -> Bool {
     if stamp != other.stamp { return stamp > other.stamp }
-    guard value != other.value else { return false }
+    // By the XML alone, not by `==` first: values equal by `==` but written differently (0.0 and -0.0, a string in
+    // two Unicode normalizations) would otherwise tie with each other and not with a third value between them, and
+    // the order would not be one.
     let mine = value.map(XMLPropertyList.encode(value:)) ?? []
     let theirs = other.value.map(XMLPropertyList.encode(value:)) ?? []
     return theirs.lexicographicallyPrecedes(mine)
