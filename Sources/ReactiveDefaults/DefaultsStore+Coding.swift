@@ -54,7 +54,11 @@ extension DefaultsStore {
     guard let stored = PropertyListValue(foundationObject: object) else {
       return .failure(.typeMismatch(key: key.name, expected: "\(Value.self)", found: "\(type(of: object))"))
     }
-    return Self.decode(stored, for: key)
+    // A stored value decoded before is not decoded again (``DecodedValues``).
+    if let value = hub.decodedValues.value(Value.self, forKey: key.name, stored: stored) { return .success(value) }
+    let decoded = Self.decode(stored, for: key)
+    if case .success(let value) = decoded { hub.decodedValues.remember(value, forKey: key.name, stored: stored) }
+    return decoded
   }
 
   static func decode<Value>(_ stored: PropertyListValue, for key: DefaultsKey<Value>) -> Result<Value, DefaultsError> {

@@ -57,6 +57,11 @@ extension PropertyListValue {
   /// `[AnyHashable: Optional<Any>]` dictionaries, `Int64` and `UInt64`), and the `NS` classes Apple's
   /// Foundation returns. Returns `nil` for anything that is not a property-list value.
   public init?(foundationObject object: Any) {
+    // A Swift string, and one CoreFoundation holds, at once: the casts below would each look at its type first.
+    if type(of: object) == String.self || type(of: object) is NSString.Type, let string = object as? String {
+      self = .string(string)
+      return
+    }
     // NSNumber instances (Apple's Foundation returns them; corelibs for values from `register(defaults:)`)
     // would match several numeric casts below, so they are classified by their own type first.
     if type(of: object) is NSNumber.Type, let number = object as? NSNumber {

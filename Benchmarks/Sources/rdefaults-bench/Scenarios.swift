@@ -57,6 +57,10 @@ enum Scenarios {
         sink.take(plain.string(forKey: "layout").flatMap { try? decoder.decode(Layout.self, from: Data($0.utf8)) })
       },
       ours: { _ in sink.take(store[layoutKey]) })
+    // Both ours: a Codable key's read against an Int key's (a stored value decoded once is not decoded again).
+    overhead(
+      "read_codable_vs_int", operations: operations,
+      baseline: { _ in sink.take(store[intKey]) }, ours: { _ in sink.take(store[layoutKey]) })
     return results
   }
 

@@ -70,13 +70,16 @@ func run(_ settings: Settings) throws {
   }
   let samples = settings.quick ? 200 : 300
 
-  let readNames = ["read_overhead_int", "read_overhead_string", "read_overhead_url", "read_overhead_codable"]
+  let readNames = [
+    "read_overhead_int", "read_overhead_string", "read_overhead_url", "read_overhead_codable", "read_codable_vs_int",
+  ]
   if settings.only.map({ !$0.isDisjoint(with: readNames) }) ?? true {
     let reads = Scenarios.reads(settings)
     row("read_overhead_int", reads["read_overhead_int"]!, target: "≤ 1.3")
     row("read_overhead_string", reads["read_overhead_string"]!, target: "≤ 1.3")
     row("read_overhead_url", reads["read_overhead_url"]!, target: "-")
     row("read_overhead_codable", reads["read_overhead_codable"]!, target: "-")
+    row("read_codable_vs_int", reads["read_codable_vs_int"]!, target: "≤ 1.5")
   }
   row("write_overhead_int", Scenarios.write(settings), target: "≤ 1.5")
   row("size_budget_write_overhead", Scenarios.sizeBudget(settings), target: "≤ 1.2")

@@ -26,6 +26,8 @@ final class ChangeHub: Sendable {
   /// Refreshes scheduled by outside-change notifications so far (for tests: the hub's own writes schedule none).
   let externalRefreshCount = Atomic<Int>(0)
   let issueListeners = IssueListeners()
+  /// The values of keys read lately that are decoded at each read, with what they were decoded from.
+  let decodedValues = DecodedValues()
   /// The suite's size against its platform's limit (Apple platforms but macOS), else nil.
   let sizeBudget: DomainSizeBudget?
 
