@@ -19,7 +19,9 @@ extension SuitePersistence {
     case .scheduleSave:
       SaveOnExit.add(self)
       guard state.withLock({ $0.sync.saveRequested() }) == .startTimer else { return }
-      background.asyncAfter(deadline: .now() + Self.saveDelay) { [weak self] in
+      let delay = saveDelay
+      lastScheduledDelay.store(delay, ordering: .relaxed)
+      background.asyncAfter(deadline: .now() + .nanoseconds(Int(delay))) { [weak self] in
         guard let self else { return }
         if self.state.withLock({ $0.sync.timerFired() }) == .save { self.saveReportingFailure() }
       }
@@ -67,6 +69,8 @@ extension SuitePersistence {
     // for this one instead of letting the process end in the middle of it.
     SaveOnExit.inFlight.enter()
     defer { SaveOnExit.inFlight.leave() }
+    let started = monotonicNanoseconds()
+    defer { lastSaveDuration.store(monotonicNanoseconds() &- started, ordering: .relaxed) }
     var turn = SaveTurn()
     do throws(SaveFailure) {
       let outcome: SaveOutcome

@@ -30,7 +30,7 @@ struct SuiteSync: Sendable {
   /// What a write means for saving.
   enum WriteAction: Equatable {
     case none
-    /// The first unsaved write: a save in ``SuitePersistence/saveDelay``, and one at exit.
+    /// The first unsaved write: a save in ``SuitePersistence/saveDelay`` (at most 100 ms), and one at exit.
     case scheduleSave
     /// Enough unsaved keys that a save now is cheaper than letting corelibs' dirty list grow.
     case saveNow

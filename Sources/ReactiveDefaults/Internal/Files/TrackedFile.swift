@@ -239,6 +239,8 @@ extension TrackedFile {
     case afterReadBack
     /// The save kept corelibs' file and runs writes again; the file is not flushed yet.
     case beforeFlush
+    /// The save is complete on disk (its journal renamed over the file, or corelibs' file kept), under the lock.
+    case committed
   }
 
   /// Told each step of each save of the file at the path it is registered under (tests use it to act at that
