@@ -169,5 +169,43 @@ import Testing
       #expect(await events.wait(timeout: 30) { $0.contains("new released") }, "\(events.values)")
       #expect(events.values.contains("nested"))
     }
+
+    /// The same, the other way round: the thread that held the removed file's lock makes a nested call while the
+    /// other holds the new file's. It runs at once. (Before, the record kept one owner, and the second thread's mark
+    /// hid the first's: the first then waited in `flock` for the second, which in a save waited for the first's write
+    /// gate, forever; the benchmark hung at exit so, after its clean-up removed a synced suite's lock file during the
+    /// sync's edit.)
+    @Test func aThreadThatHeldARemovedLockFileStillSeesItHoldsTheLock() async throws {
+      let name = makeSuiteName()
+      defer { removeSuiteFile(name) }
+      let store = try #require(DefaultsStore(suiteName: name))
+      store[.count] = 1
+      try store.save()
+      let record = try #require(store.hub.persistence).record
+      let events = Recorder<String>()
+      let newHeld = DispatchSemaphore(value: 0)
+      let oldDone = DispatchSemaphore(value: 0)
+      Thread {
+        try? record.locked { () throws(SaveFailure) in
+          events.append("old held")
+          _ = newHeld.wait(timeout: .now() + 30 * timeoutScale)
+          try record.locked { () throws(SaveFailure) in events.append("nested in old") }
+        }
+        oldDone.signal()
+      }.start()
+      #expect(await events.wait { $0.contains("old held") })
+      #expect(unlink(record.file.lockPath) == 0)
+      Thread {
+        try? record.locked { () throws(SaveFailure) in
+          events.append("new held")
+          newHeld.signal()
+          // Bounded: the old thread's nested call, run at once, lets this end long before.
+          _ = oldDone.wait(timeout: .now() + 60 * timeoutScale)
+        }
+        events.append("new released")
+      }.start()
+      #expect(await events.wait(timeout: 20) { $0.contains("nested in old") }, "\(events.values)")
+      #expect(await events.wait(timeout: 30) { $0.contains("new released") }, "\(events.values)")
+    }
   }
 #endif

@@ -31,10 +31,15 @@ class TrackedFile: @unchecked Sendable {
   }
 
   let state = Locked(State())
-  /// The thread holding the suite's lock through this record (0: none), so that a thread already holding it (an
+  /// The threads holding the suite's lock through this record, so that a thread already holding it (an
   /// ``DefaultsStore/edit(_:)`` whose body calls ``DefaultsStore/flush()``) runs on instead of waiting for itself:
-  /// `flock` locks an open file, so a second `open` of the lock file in the same process would wait forever.
-  let lockOwner = Atomic<UInt>(0)
+  /// `flock` locks an open file, so a second `open` of the lock file in the same process would wait forever. Usually
+  /// one; two when the lock file was removed while one thread held it (a program cleaning the folder) and another
+  /// took the new file's lock: each must still see that it holds the lock. (With one owner recorded, the second
+  /// thread's mark hid the first's, whose nested save then waited for the second's lock while the second waited for
+  /// the first's write gate: the benchmark hung at exit so, its clean-up having removed a synced suite's lock file
+  /// during the sync's edit.)
+  let lockOwners = Locked<Set<UInt>>([])
   /// The size of the file after the last save or reload.
   let savedFileSize = Atomic<Int>(0)
   /// When memory loaded from a file whose stamp cannot yet be trusted stops counting as that file (monotonic
@@ -67,15 +72,12 @@ class TrackedFile: @unchecked Sendable {
   func locked<T>(_ body: () throws(SaveFailure) -> T) throws(SaveFailure) -> T {
     let thread = currentThreadID()
     // Only this thread ever stores its own id: seeing it means this thread holds the lock.
-    if lockOwner.load(ordering: .acquiring) == thread { return try body() }
+    if lockOwners.withLock({ $0.contains(thread) }) { return try body() }
     LockOrder.taking(.suiteFile)
     defer { LockOrder.released(.suiteFile) }
     return try file.withLock { () throws(SaveFailure) -> T in
-      lockOwner.store(thread, ordering: .releasing)
-      // Cleared only while it is still this thread's: when the lock file is removed while a thread of this process
-      // holds it, another thread takes the new file's lock at the same time and marks itself; clearing its mark
-      // would send its next nested call to `flock` the lock it holds itself, forever.
-      defer { _ = lockOwner.compareExchange(expected: thread, desired: 0, ordering: .releasing) }
+      lockOwners.withLock { _ = $0.insert(thread) }
+      defer { lockOwners.withLock { _ = $0.remove(thread) } }
       return try body()
     }
   }
