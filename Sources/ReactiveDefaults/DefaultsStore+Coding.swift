@@ -43,6 +43,20 @@ extension DefaultsStore {
     }
   }
 
+  /// Decodes a stored value for a key, keeping what it decoded (``DecodedValues``), reporting why the default applies
+  /// when it does (the subscript's slow path, when the value was not decoded before).
+  @inline(never)
+  func decodeReporting<Value>(stored: PropertyListValue, for key: DefaultsKey<Value>) -> Value {
+    switch Self.decode(stored, for: key) {
+    case .success(let value):
+      hub.decodedValues.remember(value, forKey: key.name, stored: stored)
+      return value
+    case .failure(let issue):
+      report(issue)
+      return key.defaultValue
+    }
+  }
+
   /// Decodes what storage returned for a key; the failure says why the default applies.
   func decode<Value>(_ object: Any?, for key: DefaultsKey<Value>) -> Result<Value, DefaultsError> {
     guard !key.name.isEmpty else { return .failure(.invalidKey(key.name)) }

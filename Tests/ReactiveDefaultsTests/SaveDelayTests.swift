@@ -7,8 +7,9 @@ import Testing
 
 /// The durability promise: a write's save starts within 100 ms of the write, and the write is on disk when that save
 /// ends. The delay before a coalesced save follows the suite's last save (twice as long, from 50 to 100 ms), so that a
-/// writer of a large suite meets a save for at most a third of its time.
-@Suite struct SaveDelayTests {
+/// writer of a large suite meets a save for at most a third of its time. (Linux: on Apple platforms the preferences
+/// daemon saves a suite.)
+@Suite(.linuxOnly) struct SaveDelayTests {
   private let ms: UInt64 = 1_000_000
 
   /// Twice the last save, never under 50 ms, never over 100 ms.
