@@ -93,7 +93,8 @@ extension PropertyListValue {
   /// bytes (two Unicode normalizations are two strings), dates by their bits, collections element by element.
   func isExactly(_ other: PropertyListValue) -> Bool {
     switch (self, other) {
-    case (.string(let left), .string(let right)): return left.utf8.elementsEqual(right.utf8)
+    // Byte for byte, one comparison of the bytes in memory (``PropertyListKey``'s equality).
+    case (.string(let left), .string(let right)): return PropertyListKey(left) == PropertyListKey(right)
     case (.integer(let left), .integer(let right)): return left == right
     case (.real(let left), .real(let right)): return left.bitPattern == right.bitPattern
     case (.bool(let left), .bool(let right)): return left == right
