@@ -133,6 +133,14 @@ import Testing
       token.cancel()
     }
 
+    /// A store of the suite `name`, saved once (its lock file exists), and its persistence, for the lock tests.
+    private func savedSuite(_ name: String) throws -> (DefaultsStore, SuitePersistence) {
+      let store = try #require(DefaultsStore(suiteName: name))
+      store[.count] = 1
+      try store.save()
+      return (store, try #require(store.hub.persistence))
+    }
+
     /// The suite's lock file removed while a thread of this process holds its lock (a program cleaning the folder):
     /// another thread then takes the lock of the file made anew at once, and both hold it. Neither may stop the
     /// other's nested calls from seeing that their thread holds the lock. (Before, the thread that let go of the
@@ -141,10 +149,9 @@ import Testing
     @Test func aLockFileRemovedWhileHeldLeavesNoThreadWaitingForItself() async throws {
       let name = makeSuiteName()
       defer { removeSuiteFile(name) }
-      let store = try #require(DefaultsStore(suiteName: name))
-      store[.count] = 1
-      try store.save()
-      let record = try #require(store.hub.persistence).record
+      let (store, persistence) = try savedSuite(name)
+      defer { withExtendedLifetime(store) {} }
+      let record = persistence.record
       let events = Recorder<String>()
       let newHeld = DispatchSemaphore(value: 0)
       let oldReleased = DispatchSemaphore(value: 0)
@@ -178,10 +185,9 @@ import Testing
     @Test func aThreadThatHeldARemovedLockFileStillSeesItHoldsTheLock() async throws {
       let name = makeSuiteName()
       defer { removeSuiteFile(name) }
-      let store = try #require(DefaultsStore(suiteName: name))
-      store[.count] = 1
-      try store.save()
-      let record = try #require(store.hub.persistence).record
+      let (store, persistence) = try savedSuite(name)
+      defer { withExtendedLifetime(store) {} }
+      let record = persistence.record
       let events = Recorder<String>()
       let newHeld = DispatchSemaphore(value: 0)
       let oldDone = DispatchSemaphore(value: 0)
