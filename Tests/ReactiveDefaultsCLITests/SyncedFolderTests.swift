@@ -135,4 +135,71 @@ import Testing
     #expect(await heard.wait(timeout: 30) { $0.last == 7 }, "\(heard.values)")
     token.cancel()
   }
+
+  /// Writes `entries` as `name` in `folder` the way a file-sync tool does: whole, then renamed over the old file.
+  private func replace(_ name: String, in folder: String, with entries: [PropertyListKey: PropertyListValue]) throws {
+    let temporary = folder + "/.incoming-" + UUID().uuidString
+    try Data(SuiteFile.encode(entries)).write(to: URL(fileURLWithPath: temporary))
+    try #require(rename(temporary, folder + "/" + name) == 0)
+  }
+
+  /// A push's own rename is told by the folder's watch before the push remembers its stamp: it is no change of the
+  /// remote (before, a steady writer's every push sent its sync to look at every key again at once). Only the other
+  /// device's file, written after the pushes, is told.
+  @Test func aPushOfThisDeviceIsNoChangeOfTheRemote() async throws {
+    let folder = makeConfigFolder() + "/synced"
+    let remote = SyncedFolder(URL(fileURLWithPath: folder))
+    let told = Recorder<Int>()
+    let token = remote.start(device: "mine") { _ in told.append(told.count) }
+    let pushes = 100
+    let pushed = Recorder<Bool>()
+    // Pushes wait for the disk: on a thread of their own.
+    Thread.detachNewThread {
+      for write in 1...pushes {
+        let entry = SyncEntry(
+          stamp: SyncStamp(wall: SyncClock.now(), counter: 0, device: "mine"), value: .integer(Int128(write)))
+        pushed.append((try? remote.store(["level": entry.propertyListValue], from: "mine")) != nil)
+      }
+    }
+    #expect(await pushed.wait(timeout: 60) { $0.count == pushes })
+    #expect(pushed.values.allSatisfy { $0 })
+    // The watch tells events in order: once the other device's file is told, every push's event was looked at.
+    let other = SyncEntry(stamp: SyncStamp(wall: SyncClock.now(), counter: 0, device: "other"), value: .integer(0))
+    try replace("other.plist", in: folder, with: ["level": other.propertyListValue])
+    #expect(await told.wait(timeout: 30) { !$0.isEmpty })
+    #expect(told.count == 1, "\(told.count) changes told for one other device's file")
+    token.cancel()
+  }
+
+  /// Someone else's change of this device's file while a push of it runs (an event the push would take for its own)
+  /// is looked at when the push ends, and told then.
+  @Test func aChangeOfItsOwnFileDuringAPushIsToldWhenThePushEnds() async throws {
+    let folder = makeConfigFolder() + "/synced"
+    let remote = SyncedFolder(URL(fileURLWithPath: folder))
+    let told = Recorder<Int>()
+    let token = remote.start(device: "mine") { _ in told.append(told.count) }
+    let replaced = Recorder<Bool>()
+    remote.pushRemembered.withLock { hook in
+      hook = { [self] device in
+        remote.pushRemembered.withLock { $0 = nil }
+        // A backup put back over this device's file, after the push remembered its stamp and before it ends; the
+        // push then waits until the watch has told it.
+        let old = SyncEntry(stamp: SyncStamp(wall: 1, counter: 0, device: device), value: .integer(1))
+        replaced.append((try? replace(device + ".plist", in: folder, with: ["level": old.propertyListValue])) != nil)
+        let deadline = Date(timeIntervalSinceNow: 30)
+        while !remote.eventCameDuringPush(of: device) && Date() < deadline { usleep(1_000) }
+        replaced.append(remote.eventCameDuringPush(of: device))
+      }
+    }
+    let entry = SyncEntry(stamp: SyncStamp(wall: SyncClock.now(), counter: 0, device: "mine"), value: .integer(2))
+    let pushed = Recorder<Bool>()
+    Thread.detachNewThread {
+      pushed.append((try? remote.store(["level": entry.propertyListValue], from: "mine")) != nil)
+    }
+    #expect(await pushed.wait(timeout: 60) { !$0.isEmpty })
+    #expect(pushed.values == [true])
+    #expect(replaced.values == [true, true], "the replacement failed, or the watch never told it during the push")
+    #expect(await told.wait(timeout: 30) { !$0.isEmpty }, "the replaced file was never told")
+    token.cancel()
+  }
 }
