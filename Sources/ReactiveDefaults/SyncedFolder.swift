@@ -152,13 +152,16 @@ public final class SyncedFolder: DefaultsRemote {
   /// ``ownFileChangedElsewhere(_:)``, unless a push of this device is under way here: then false, and the file is
   /// looked at when the push ends (``endPush(_:)``).
   private func ownFileChangedOutsidePushes(_ device: String) -> Bool {
-    let during = pushes.withLock { pushes -> Bool in
-      guard var push = pushes[device] else { return false }
-      push.eventMeanwhile = true
-      pushes[device] = push
-      return true
+    pushes.withLock { pushes -> Bool in
+      if var push = pushes[device] {
+        push.eventMeanwhile = true
+        pushes[device] = push
+        return false
+      }
+      // Under the lock: no push of this device begins meanwhile, so the stamp read here is never a push's new one
+      // before the push remembers it (an event of the last push, told late, then reads as someone else's change).
+      return ownFileChangedElsewhere(device)
     }
-    return !during && ownFileChangedElsewhere(device)
   }
 
   /// Notes a push of `device` under way; returns whether its file changed elsewhere before it (an event of that
