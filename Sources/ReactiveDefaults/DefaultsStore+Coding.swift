@@ -31,6 +31,19 @@ extension DefaultsStore {
     return hub.object(forKey: key.name)
   }
 
+  /// The subscript's other path: a value decoded before from the same stored value (``DecodedValues``), without a
+  /// `Result`, else the value decoded. Apart from the hot path, which then needs no `Value?` (whose type, for a
+  /// generic `Value`, is looked up in the runtime's table at every call that has one).
+  @inline(never)
+  func decodedOrDecoding<Value>(_ object: Any?, for key: DefaultsKey<Value>) -> Value {
+    // The stored value is made once, for the decoding too.
+    guard let object, let stored = PropertyListValue(foundationObject: object) else {
+      return decodeReporting(object, for: key)
+    }
+    if let value = hub.decodedValues.value(Value.self, forKey: key.name, stored: stored) { return value }
+    return decodeReporting(stored: stored, for: key)
+  }
+
   /// Decodes what storage returned for a key, reporting why the default applies when it does (the subscript's slow
   /// path).
   @inline(never)

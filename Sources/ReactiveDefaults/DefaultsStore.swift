@@ -201,13 +201,7 @@ public final class DefaultsStore: Sendable {
       // looked up at each call): storage hands back a value of exactly the key's type, which the type check proves
       // the cast finds.
       if let object, ObjectIdentifier(type(of: object)) == ObjectIdentifier(Value.self) { return object as! Value }
-      // Then a value decoded before from the same stored value (``DecodedValues``), without a `Result`; the stored
-      // value is made once, for the decoding too.
-      guard let object, let stored = PropertyListValue(foundationObject: object) else {
-        return decodeReporting(object, for: key)
-      }
-      if let value = hub.decodedValues.value(Value.self, forKey: key.name, stored: stored) { return value }
-      return decodeReporting(stored: stored, for: key)
+      return decodedOrDecoding(object, for: key)
     }
     set {
       do { try set(newValue, for: key) } catch { report(error) }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A key of a property-list dictionary, compared as CoreFoundation compares keys: by its exact Unicode scalars.
 ///
 /// Swift's `String` compares by canonical equivalence, so `"café"` with a precomposed `é` (U+00E9) equals `"café"`
@@ -30,8 +32,10 @@ public struct PropertyListKey: Sendable, Hashable, Comparable, ExpressibleByStri
     // Both texts' bytes in memory (native and small strings, the usual case): one comparison of the bytes.
     let compared: Bool?? = lhs.string.utf8.withContiguousStorageIfAvailable { left in
       rhs.string.utf8.withContiguousStorageIfAvailable { right in
-        left.count == right.count
-          && (left.isEmpty || left.elementsEqual(right))
+        guard left.count == right.count, let first = left.baseAddress, let second = right.baseAddress else {
+          return left.count == right.count
+        }
+        return first == second || memcmp(first, second, left.count) == 0
       }
     }
     if let compared = compared ?? nil { return compared }

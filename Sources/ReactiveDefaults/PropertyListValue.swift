@@ -51,12 +51,30 @@ public enum PropertyListValue: Sendable, Hashable {
 }
 
 extension PropertyListValue {
+  /// The classes of the strings Foundation and CoreFoundation hand out: `NSString` (a Swift string bridged), and
+  /// the class of a string CoreFoundation makes (what corelibs parses from a file).
+  private static let stringClasses: Set<ObjectIdentifier> = {
+    var classes: Set<ObjectIdentifier> = [ObjectIdentifier(NSString.self)]
+    #if os(Linux)
+      if let made = CorelibsPreferences.exactString("ReactiveDefaults") {
+        classes.insert(ObjectIdentifier(type(of: made)))
+      }
+    #endif
+    return classes
+  }()
+
   /// Converts what `UserDefaults.object(forKey:)` or a property-list parser returned.
   ///
   /// Accepts the Swift value types corelibs Foundation returns (including `[Optional<Any>]` arrays,
   /// `[AnyHashable: Optional<Any>]` dictionaries, `Int64` and `UInt64`), and the `NS` classes Apple's
   /// Foundation returns. Returns `nil` for anything that is not a property-list value.
   public init?(foundationObject object: Any) {
+    // A string Foundation or CoreFoundation holds (what a suite's domain hands out), by a class cast and the bridge
+    // the compiler knows: the runtime's cast of `Any` to `String` looks up the bridging conformance at every read.
+    if Self.stringClasses.contains(ObjectIdentifier(type(of: object))), let string = object as? NSString {
+      self = .string(string as String)
+      return
+    }
     // A Swift string, and one CoreFoundation holds, at once: the casts below would each look at its type first.
     if type(of: object) == String.self || type(of: object) is NSString.Type, let string = object as? String {
       self = .string(string)

@@ -21,6 +21,44 @@ let decomposed = "cafe\u{301}"
     #expect(PropertyListKey(decomposed) < PropertyListKey(precomposed))
   }
 
+  /// Keys compare by their bytes: equal lengths with one byte different anywhere, a prefix, the empty key, one string
+  /// against itself, and a string whose bytes are not in memory as UTF-8 (a bridged one).
+  @Test func keysCompareByEveryByte() {
+    let long = String(repeating: "settings.", count: 20)
+    #expect(PropertyListKey(long + "a") == PropertyListKey(String(long + "a")))
+    #expect(PropertyListKey(long + "a") != PropertyListKey(long + "b"))
+    #expect(PropertyListKey("b" + long) != PropertyListKey("a" + long))
+    #expect(PropertyListKey(long) != PropertyListKey(long + "a"))
+    #expect(PropertyListKey("") == PropertyListKey(""))
+    #expect(PropertyListKey("") != PropertyListKey("a"))
+    let same = PropertyListKey(long)
+    #expect(same == same)
+    #expect(PropertyListKey(long + precomposed) != PropertyListKey(long + decomposed))
+    #expect(PropertyListKey(NSString(string: decomposed) as String) == PropertyListKey(decomposed))
+    #expect(PropertyListKey(NSString(string: decomposed) as String) != PropertyListKey(precomposed))
+  }
+
+  /// Strings Foundation and CoreFoundation hold (the classes a suite's domain hands out, taken by a class cast) read
+  /// as exactly their characters: Swift's bridged `NSString`, a string CoreFoundation made, a mutable one, in ASCII
+  /// and in both spellings of "café".
+  @Test func aStringFoundationHoldsReadsAsExactlyItsCharacters() throws {
+    for text in ["plain ASCII", precomposed, decomposed, "\u{212A}", "", "a\u{0}b"] {
+      var objects: [Any] = [NSString(string: text), NSMutableString(string: text)]
+      #if os(Linux)
+        // The class of what corelibs parses from a file.
+        objects.append(try #require(CorelibsPreferences.exactString(text)))
+      #endif
+      for object in objects {
+        let read = try #require(PropertyListValue(foundationObject: object), "\(type(of: object))")
+        guard case .string(let string) = read else {
+          Issue.record("\(type(of: object)) read as \(read)")
+          continue
+        }
+        #expect(Array(string.utf8) == Array(text.utf8), "\(type(of: object)): \(string.debugDescription)")
+      }
+    }
+  }
+
   /// The issue's first probe: an edit of another key keeps both spellings, each with its own value.
   @Test(.linuxOnly) func anEditKeepsBothSpellingsOfAKey() throws {
     let name = makeSuiteName()
