@@ -42,7 +42,9 @@ public final class SyncedFolder: DefaultsRemote {
     var next: UInt64 = 0
     var byDevice: [String: [UInt64: @Sendable (DefaultsRemoteChange) -> Void]] = [:]
   }
-  /// Tests: runs when a push has remembered its file's stamp, before it ends.
+  /// Tests: runs when a push has begun (before its save), and when it has remembered its file's stamp (before it
+  /// ends).
+  let pushBegun = Locked<(@Sendable (String) -> Void)?>(nil)
   let pushRemembered = Locked<(@Sendable (String) -> Void)?>(nil)
   /// The device files' entries as last read (``FolderIndex``): brought up to date one pull at a time, under this
   /// lock (files are read under it; nothing else waits for it).
@@ -164,23 +166,21 @@ public final class SyncedFolder: DefaultsRemote {
     }
   }
 
-  /// Notes a push of `device` under way; returns whether its file changed elsewhere before it (an event of that
-  /// change may come while the push runs, and be taken for the push's own).
-  private func beginPush(_ device: String) -> Bool {
+  /// Notes a push of `device` under way: an event of its file is looked at when the push ends.
+  private func beginPush(_ device: String) {
     pushes.withLock { pushes in pushes[device, default: (0, false)].running += 1 }
-    return ownFileChangedElsewhere(device)
   }
 
   /// Notes a push of `device` ended (its stamp remembered, or failed); returns whether the file changed elsewhere
-  /// since, when an event named it meanwhile.
+  /// since, when an event named it meanwhile (looked at under the lock, as an event is: a push that begins next
+  /// cannot be read half done).
   private func endPush(_ device: String) -> Bool {
-    let look = pushes.withLock { pushes -> Bool in
+    pushes.withLock { pushes -> Bool in
       guard var push = pushes[device] else { return false }
       push.running -= 1
       pushes[device] = push.running > 0 ? push : nil
-      return push.running == 0 && push.eventMeanwhile
+      return push.running == 0 && push.eventMeanwhile && ownFileChangedElsewhere(device)
     }
-    return look && ownFileChangedElsewhere(device)
   }
 
   /// Tells the syncs started on `device` that the remote changed.
@@ -318,13 +318,20 @@ public final class SyncedFolder: DefaultsRemote {
     guard let own = files.withLock({ $0[device] }) ?? DefaultsStore(fileURL: url) else {
       throw .syncFailed(reason: "the folder \(folder.path) cannot hold a file named \(device).plist")
     }
-    let changedBefore = beginPush(device)
+    beginPush(device)
+    pushBegun.withLock { $0 }?(device)
+    var changedBefore = false
     defer {
       // After the push, not while it runs: the run under way looks again when it ends.
       if endPush(device) || changedBefore { tellChanged(device) }
     }
     do {
       try own.edit { tx in
+        // Under the file's lock, right before the save: a change of someone else's since the last push (its event
+        // may come while this push runs, and be taken for the push's own) is told when the push ends. (A push of
+        // this device in another sync of this process, ended but not yet remembered, reads as one too: one more
+        // look at every key.)
+        changedBefore = ownFileChangedElsewhere(device)
         for (key, entry) in entries { tx.record(.set(entry), forName: key) }
       }
       let stamp = SuiteFile(folder: folder.path, fileName: device + ".plist", system: .posix).stamp()

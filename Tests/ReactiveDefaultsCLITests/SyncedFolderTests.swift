@@ -173,26 +173,32 @@ import Testing
   }
 
   /// Someone else's change of this device's file while a push of it runs (an event the push would take for its own)
-  /// is looked at when the push ends, and told then.
-  @Test func aChangeOfItsOwnFileDuringAPushIsToldWhenThePushEnds() async throws {
+  /// is told when the push ends: made before the push saves (the push saves over it, keeping what it held), or after
+  /// the push remembered its stamp.
+  @Test(arguments: [false, true]) func aChangeOfItsOwnFileDuringAPushIsToldWhenThePushEnds(afterTheSave: Bool)
+    async throws
+  {
     let folder = makeConfigFolder() + "/synced"
     let remote = SyncedFolder(URL(fileURLWithPath: folder))
     let told = Recorder<Int>()
     let token = remote.start(device: "mine") { _ in told.append(told.count) }
+    let first = SyncEntry(stamp: SyncStamp(wall: SyncClock.now(), counter: 0, device: "mine"), value: .integer(1))
+    try remote.store(["level": first.propertyListValue], from: "mine")
     let replaced = Recorder<Bool>()
-    remote.pushRemembered.withLock { hook in
-      hook = { [self] device in
-        remote.pushRemembered.withLock { $0 = nil }
-        // A backup put back over this device's file, after the push remembered its stamp and before it ends; the
-        // push then waits until the watch has told it.
-        let old = SyncEntry(stamp: SyncStamp(wall: 1, counter: 0, device: device), value: .integer(1))
-        replaced.append((try? replace(device + ".plist", in: folder, with: ["level": old.propertyListValue])) != nil)
-        let deadline = Date(timeIntervalSinceNow: 30)
-        while !remote.eventCameDuringPush(of: device) && Date() < deadline { usleep(1_000) }
-        replaced.append(remote.eventCameDuringPush(of: device))
-      }
+    let setHook: @Sendable ((@Sendable (String) -> Void)?) -> Void = { hook in
+      if afterTheSave { remote.pushRemembered.withLock { $0 = hook } } else { remote.pushBegun.withLock { $0 = hook } }
     }
-    let entry = SyncEntry(stamp: SyncStamp(wall: SyncClock.now(), counter: 0, device: "mine"), value: .integer(2))
+    setHook { [self] device in
+      setHook(nil)
+      // A backup put back over this device's file while the push runs; the push then waits until the watch has
+      // told it.
+      let old = SyncEntry(stamp: SyncStamp(wall: 1, counter: 0, device: device), value: .integer(1))
+      replaced.append((try? replace(device + ".plist", in: folder, with: ["level": old.propertyListValue])) != nil)
+      let deadline = Date(timeIntervalSinceNow: 30)
+      while !remote.eventCameDuringPush(of: device) && Date() < deadline { usleep(1_000) }
+      replaced.append(remote.eventCameDuringPush(of: device))
+    }
+    let entry = SyncEntry(stamp: SyncStamp(wall: SyncClock.now(), counter: 1, device: "mine"), value: .integer(2))
     let pushed = Recorder<Bool>()
     Thread.detachNewThread {
       pushed.append((try? remote.store(["level": entry.propertyListValue], from: "mine")) != nil)
