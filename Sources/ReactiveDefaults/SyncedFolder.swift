@@ -42,10 +42,16 @@ public final class SyncedFolder: DefaultsRemote {
     var next: UInt64 = 0
     var byDevice: [String: [UInt64: @Sendable (DefaultsRemoteChange) -> Void]] = [:]
   }
-  /// Tests: runs when a push has begun (before its save), and when it has remembered its file's stamp (before it
-  /// ends).
-  let pushBegun = Locked<(@Sendable (String) -> Void)?>(nil)
-  let pushRemembered = Locked<(@Sendable (String) -> Void)?>(nil)
+  /// Tests: runs at each step of a push, with its device.
+  let pushStep = Locked<(@Sendable (String, PushStep) -> Void)?>(nil)
+  enum PushStep: Sendable {
+    /// Begun, before the save.
+    case begun
+    /// Saved, before the file's stamp is looked at.
+    case saved
+    /// The stamp remembered, before the push ends.
+    case remembered
+  }
   /// The device files' entries as last read (``FolderIndex``): brought up to date one pull at a time, under this
   /// lock (files are read under it; nothing else waits for it).
   private let index = Locked(FolderIndex())
@@ -319,11 +325,12 @@ public final class SyncedFolder: DefaultsRemote {
       throw .syncFailed(reason: "the folder \(folder.path) cannot hold a file named \(device).plist")
     }
     beginPush(device)
-    pushBegun.withLock { $0 }?(device)
+    pushStep.withLock { $0 }?(device, .begun)
     var changedBefore = false
+    var changedAfter = false
     defer {
       // After the push, not while it runs: the run under way looks again when it ends.
-      if endPush(device) || changedBefore { tellChanged(device) }
+      if endPush(device) || changedBefore || changedAfter { tellChanged(device) }
     }
     do {
       try own.edit { tx in
@@ -334,11 +341,15 @@ public final class SyncedFolder: DefaultsRemote {
         changedBefore = ownFileChangedElsewhere(device)
         for (key, entry) in entries { tx.record(.set(entry), forName: key) }
       }
+      pushStep.withLock { $0 }?(device, .saved)
       let stamp = SuiteFile(folder: folder.path, fileName: device + ".plist", system: .posix).stamp()
+      // The file as the save left it (the store's record knows its stamp), or someone else's since the save's rename:
+      // then told when the push ends (an event of it, meanwhile, was taken for the push's own).
+      changedAfter = own.hub.persistence.map { !$0.record.isFile(stamp) } ?? false
       pushedStamps.withLock { $0[device] = .some(stamp) }
       // Known now, not when the watch tells it: the next pull reads what this push wrote.
       noteChanged([PropertyListKey(device + ".plist")])
-      pushRemembered.withLock { $0 }?(device)
+      pushStep.withLock { $0 }?(device, .remembered)
     } catch let error as DefaultsError {
       throw error
     } catch {

@@ -173,30 +173,35 @@ import Testing
   }
 
   /// Someone else's change of this device's file while a push of it runs (an event the push would take for its own)
-  /// is told when the push ends: made before the push saves (the push saves over it, keeping what it held), or after
-  /// the push remembered its stamp.
-  @Test(arguments: [false, true]) func aChangeOfItsOwnFileDuringAPushIsToldWhenThePushEnds(afterTheSave: Bool)
-    async throws
-  {
+  /// is told when the push ends: made before the push saves (the push saves over it, keeping what it held), between
+  /// the save and the push's look at the file's stamp, or after the push remembered the stamp.
+  @Test(arguments: [SyncedFolder.PushStep.begun, .saved, .remembered])
+  func aChangeOfItsOwnFileDuringAPushIsToldWhenThePushEnds(at step: SyncedFolder.PushStep) async throws {
     let folder = makeConfigFolder() + "/synced"
     let remote = SyncedFolder(URL(fileURLWithPath: folder))
     let told = Recorder<Int>()
     let token = remote.start(device: "mine") { _ in told.append(told.count) }
     let first = SyncEntry(stamp: SyncStamp(wall: SyncClock.now(), counter: 0, device: "mine"), value: .integer(1))
     try remote.store(["level": first.propertyListValue], from: "mine")
+    // The watch tells events in order: once another device's file is told, the first push's own event was looked at
+    // (it cannot stand for the backup's below).
+    let other = SyncEntry(stamp: SyncStamp(wall: SyncClock.now(), counter: 0, device: "other"), value: .integer(0))
+    try replace("other.plist", in: folder, with: ["level": other.propertyListValue])
+    #expect(await told.wait(timeout: 30) { !$0.isEmpty })
+    let toldBefore = told.count
     let replaced = Recorder<Bool>()
-    let setHook: @Sendable ((@Sendable (String) -> Void)?) -> Void = { hook in
-      if afterTheSave { remote.pushRemembered.withLock { $0 = hook } } else { remote.pushBegun.withLock { $0 = hook } }
-    }
-    setHook { [self] device in
-      setHook(nil)
-      // A backup put back over this device's file while the push runs; the push then waits until the watch has
-      // told it.
-      let old = SyncEntry(stamp: SyncStamp(wall: 1, counter: 0, device: device), value: .integer(1))
-      replaced.append((try? replace(device + ".plist", in: folder, with: ["level": old.propertyListValue])) != nil)
-      let deadline = Date(timeIntervalSinceNow: 30)
-      while !remote.eventCameDuringPush(of: device) && Date() < deadline { usleep(1_000) }
-      replaced.append(remote.eventCameDuringPush(of: device))
+    remote.pushStep.withLock { hook in
+      hook = { [self] device, reached in
+        guard reached == step else { return }
+        remote.pushStep.withLock { $0 = nil }
+        // A backup put back over this device's file while the push runs; the push then waits until the watch has
+        // told it.
+        let old = SyncEntry(stamp: SyncStamp(wall: 1, counter: 0, device: device), value: .integer(1))
+        replaced.append((try? replace(device + ".plist", in: folder, with: ["level": old.propertyListValue])) != nil)
+        let deadline = Date(timeIntervalSinceNow: 30)
+        while !remote.eventCameDuringPush(of: device) && Date() < deadline { usleep(1_000) }
+        replaced.append(remote.eventCameDuringPush(of: device))
+      }
     }
     let entry = SyncEntry(stamp: SyncStamp(wall: SyncClock.now(), counter: 1, device: "mine"), value: .integer(2))
     let pushed = Recorder<Bool>()
@@ -206,7 +211,7 @@ import Testing
     #expect(await pushed.wait(timeout: 60) { !$0.isEmpty })
     #expect(pushed.values == [true])
     #expect(replaced.values == [true, true], "the replacement failed, or the watch never told it during the push")
-    #expect(await told.wait(timeout: 30) { !$0.isEmpty }, "the replaced file was never told")
+    #expect(await told.wait(timeout: 30) { $0.count > toldBefore }, "the replaced file was never told")
     token.cancel()
   }
 }
