@@ -42,8 +42,10 @@ public final class SyncedFolder: DefaultsRemote {
     var next: UInt64 = 0
     var byDevice: [String: [UInt64: @Sendable (DefaultsRemoteChange) -> Void]] = [:]
   }
-  /// Tests: runs at each step of a push, with its device.
+  /// Tests: runs at each step of a push, with its device; and when an event of a device's own file comes while a
+  /// push of it is under way (to be looked at when the push ends).
   let pushStep = Locked<(@Sendable (String, PushStep) -> Void)?>(nil)
+  let eventDuringPush = Locked<(@Sendable (String) -> Void)?>(nil)
   enum PushStep: Sendable {
     /// Begun, before the save.
     case begun
@@ -160,16 +162,18 @@ public final class SyncedFolder: DefaultsRemote {
   /// ``ownFileChangedElsewhere(_:)``, unless a push of this device is under way here: then false, and the file is
   /// looked at when the push ends (``endPush(_:)``).
   private func ownFileChangedOutsidePushes(_ device: String) -> Bool {
-    pushes.withLock { pushes -> Bool in
+    let (changed, duringPush) = pushes.withLock { pushes -> (Bool, Bool) in
       if var push = pushes[device] {
         push.eventMeanwhile = true
         pushes[device] = push
-        return false
+        return (false, true)
       }
       // Under the lock: no push of this device begins meanwhile, so the stamp read here is never a push's new one
       // before the push remembers it (an event of the last push, told late, then reads as someone else's change).
-      return ownFileChangedElsewhere(device)
+      return (ownFileChangedElsewhere(device), false)
     }
+    if duringPush { eventDuringPush.withLock { $0 }?(device) }
+    return changed
   }
 
   /// Notes a push of `device` under way: an event of its file is looked at when the push ends.
@@ -193,11 +197,6 @@ public final class SyncedFolder: DefaultsRemote {
   private func tellChanged(_ device: String) {
     let told = listeners.withLock { $0.byDevice[device].map { Array($0.values) } ?? [] }
     for onChange in told { onChange(DefaultsRemoteChange(reason: .serverChange, keys: nil)) }
-  }
-
-  /// Whether an event named `device`'s own file while a push of it is under way here (tests).
-  func eventCameDuringPush(of device: String) -> Bool {
-    pushes.withLock { $0[device]?.eventMeanwhile ?? false }
   }
 
   /// Whether this device's own file is no longer as its last push here left it (its stamp is remembered anew, so

@@ -194,13 +194,14 @@ import Testing
       hook = { [self] device, reached in
         guard reached == step else { return }
         remote.pushStep.withLock { $0 = nil }
-        // A backup put back over this device's file while the push runs; the push then waits until the watch has
-        // told it.
+        // A backup put back over this device's file while the push runs; the push (on a thread of its own) then
+        // waits until the watch has told an event of the file during the push.
+        let told = DispatchSemaphore(value: 0)
+        remote.eventDuringPush.withLock { $0 = { _ in told.signal() } }
         let old = SyncEntry(stamp: SyncStamp(wall: 1, counter: 0, device: device), value: .integer(1))
         replaced.append((try? replace(device + ".plist", in: folder, with: ["level": old.propertyListValue])) != nil)
-        let deadline = Date(timeIntervalSinceNow: 30)
-        while !remote.eventCameDuringPush(of: device) && Date() < deadline { usleep(1_000) }
-        replaced.append(remote.eventCameDuringPush(of: device))
+        replaced.append(told.wait(timeout: .now() + 30 * timeoutScale) == .success)
+        remote.eventDuringPush.withLock { $0 = nil }
       }
     }
     let entry = SyncEntry(stamp: SyncStamp(wall: SyncClock.now(), counter: 1, device: "mine"), value: .integer(2))
