@@ -8,10 +8,11 @@
 //   rdefaults-test-helper fds DOMAIN KEY INT      print descriptor counts before, while and after other suites are open
 //   rdefaults-test-helper sweep DOMAIN OTHER      write k=1 to both, print "written", flush DOMAIN only, print
 //                                                 "flushed"
-//   rdefaults-test-helper churn DOMAIN N          fill k0..k<N-1> (once), print "ready", then save changes until
-//                                                 killed (back to back for 30 s, then once a second)
-//   rdefaults-test-helper plainedits DOMAIN N     fill k0..k<N-1> (once), print "ready", then until killed: a plain
-//                                                 `UserDefaults` write, and an edit (which has corelibs save it)
+//   rdefaults-test-helper churn DOMAIN N          fill k0..k<N-1> (once), print "ready"; on a line of input, save
+//                                                 changes until killed (back to back for 30 s, then once a second)
+//   rdefaults-test-helper plainedits DOMAIN N     fill k0..k<N-1> (once), print "ready"; on a line of input, until
+//                                                 killed: a plain `UserDefaults` write, and an edit (which has
+//                                                 corelibs save it)
 //   rdefaults-test-helper count DOMAIN            print how many keys the domain has, opened through the library
 //   rdefaults-test-helper count --file PATH       the same for a file store
 //   rdefaults-test-helper fsize DOMAIN            save; on a line of input, fail a save (file size limit); on the
@@ -76,6 +77,9 @@ case (4, "churn"), (4, "plainedits"):
     try store.save()
   }
   say("ready \(found)")
+  // Nothing is saved before the test says so: the test arms its kill first, and a test that waits long for its turn
+  // (a loaded machine) does not leave this process saving meanwhile.
+  _ = readLine()
   // Until killed, or until the test that started it is gone: a test process killed before it could kill this one
   // would leave it saving forever, taking a core from whatever runs next. Back to back for 30 s, then one save a
   // second: a test kills it within a second or two, but one whose task waits for a busy pool (hundreds of tests at

@@ -9,9 +9,10 @@ import Testing
 
 /// Other threads of this process doing what an app's threads do, until stopped: open and release stores on other
 /// suites and file stores (in folders of their own and in a shared one), observe and cancel, write and save, and start
-/// child processes.
+/// child processes. At most 300 steps a thread (about a second's worth here), then they wait to be stopped: paid by
+/// the work, not by the time (``WorkBudget``).
 final class Churn: Sendable {
-  private let stopped = Atomic<Bool>(false)
+  private let steps = WorkBudget()
   private let finished = Recorder<Int>()
   private let threads: Int
   let folders: [String]
@@ -24,6 +25,7 @@ final class Churn: Sendable {
     self.threads = threads
     let own = (0..<2).map { _ in makeConfigFolder() }
     folders = own + (sharedFolder.map { [$0] } ?? [])
+    steps.add(threads * 300)
     for index in 0..<threads {
       let thread = Thread { [self] in run(index) }
       thread.start()
@@ -34,7 +36,7 @@ final class Churn: Sendable {
     var random = SystemRandomNumberGenerator()
     var held: [(DefaultsStore, DefaultsObservation?)] = []
     var round = 0
-    while !stopped.load(ordering: .relaxed) {
+    while steps.take() {
       round += 1
       let key = DefaultsKey<Int>("churn", default: 0)
       switch Int.random(in: 0..<6, using: &random) {
@@ -67,7 +69,7 @@ final class Churn: Sendable {
 
   /// Stops the threads and waits for them; then removes the folders of its own.
   func stop() async {
-    stopped.store(true, ordering: .relaxed)
+    steps.end()
     _ = await finished.wait(timeout: 60) { $0.count == self.threads }
     for folder in folders.prefix(2) { try? FileManager.default.removeItem(atPath: folder) }
     for index in 0..<threads {
@@ -105,8 +107,9 @@ func replaceWithPython(_ path: String, key: String, value: Int) async throws -> 
 }
 
 /// Observers that only wait, in a process whose other threads are busy with other stores: another process's save
-/// reaches them.
-@Suite(.linuxOnly) struct BusyProcessTests {
+/// reaches them. One case at a time: each starts three threads of churn, and all of them at once (thirty threads)
+/// held both cores from the rest of the suite.
+@Suite(.linuxOnly, .serialized) struct BusyProcessTests {
   /// A file store written and saved; a second store over the same file observes a key; another program replaces the
   /// file atomically (Python's `plistlib.dump` to a temporary file, then `os.replace`); the test then only waits,
   /// reading nothing, while other threads of this process churn through stores and observers of other suites and file

@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Synchronization
 import TestSupport
@@ -34,35 +35,40 @@ private func lockedKeyCount(ofPlistAt path: String) async throws -> Int {
 }
 
 @Suite(.linuxOnly) struct DurabilityTests {
-  /// Fewer kills in the sanitizer's run (`STRESS_OPERATIONS` set): the work is the children's, which are the plain
-  /// build's, and their 20,000-key saves took the cores from the sanitized tests for minutes.
-  private static let light = ProcessInfo.processInfo.environment["STRESS_OPERATIONS"] != nil
-
-  /// A writer saving a 20,000-key suite over and over is killed 50 times (12 under the sanitizer): at random moments, and at the moment the
-  /// plist (corelibs' in-place rewrite) or the journal starts changing. Every time, the next open through the
-  /// library finds every key, and the file then parses (read under the suite's lock: the new writer is saving
-  /// already). Without the journal, a kill timed to corelibs' rewrite
-  /// leaves an empty or cut file.
+  /// A writer saving a 20,000-key suite over and over is killed 12 times (50 at the full size): at random moments, and
+  /// at the moment the plist (corelibs' in-place rewrite) or the journal starts changing. Every time, the next open
+  /// through the library finds every key, and the file then parses (read under the suite's lock, as a reader using the
+  /// library reads). Without the journal, a kill timed to corelibs' rewrite leaves an empty or cut file. Standard
+  /// size 12: every other round is timed, alternately to the plist's and the journal's first write, so 6 rounds land
+  /// where a loss happens; the random rounds cover the rest of the save.
   @Test func killingASaveAtFiftyMomentsLosesNoKey() async throws {
     let config = makeConfigFolder()
     let count = 20_000
     try writeLargeSuite(config + "/big.plist", count: count)
-    for round in 0..<(Self.light ? 12 : 50) {
+    for round in 0..<TestSize.pick(12, full: 50) {
       let watch = try #require(
-        ModificationWatch(folder: config, names: [round % 4 == 1 ? "big.plist.journal" : "big.plist"]))
+        ModificationWatch(folder: config, names: [round % 4 == 2 ? "big.plist.journal" : "big.plist"]))
       let child = try RunningTool(["churn", "big", "\(count)"], config: config, tool: "rdefaults-test-helper")
       // The child opened the suite through the library (completing any journal) and counted its keys.
       #expect(await child.lines.wait { $0.first?.hasPrefix("ready") == true }, "round \(round)")
       let opened = child.lines.lines.first.flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
       #expect(opened >= count, "round \(round): the library found \(opened) keys after the previous kill")
       #expect(try await lockedKeyCount(ofPlistAt: config + "/big.plist") >= count, "round \(round)")
-      if round.isMultiple(of: 2) {
-        // Timed: the moment the file (or the journal) is first written to.
-        _ = try await offThePool { watch.wait(timeout: 30) }
-      } else {
-        let delay = Double.random(in: 0...0.4)
-        _ = try await offThePool { DispatchSemaphore(value: 0).wait(timeout: .now() + delay) }
+      // The child saves from its "go" on; the kill comes from the thread that waits, so it lands at the moment chosen
+      // however long this test's task then waits for its turn.
+      let timed = round.isMultiple(of: 2)
+      let delay = Double.random(in: 0...0.4)
+      let changed = try await offThePool {
+        child.send("go")
+        // Timed: the moment the file (or the journal) is first written to; else a random moment of the saves.
+        defer { child.process.signal(SIGKILL) }
+        guard timed else {
+          _ = DispatchSemaphore(value: 0).wait(timeout: .now() + delay)
+          return true
+        }
+        return watch.wait(timeout: 30)
       }
+      #expect(changed, "round \(round): the file never changed")
       await child.kill(SIGKILL)
     }
     let last = try await runTool(["count", "big"], config: config, tool: "rdefaults-test-helper")
@@ -70,22 +76,28 @@ private func lockedKeyCount(ofPlistAt path: String) async throws -> Int {
     #expect(try keyCount(ofPlistAt: config + "/big.plist") > count)
   }
 
-  /// A writer that makes plain `UserDefaults` writes in a 20,000-key suite, each followed by an edit, is killed 20
-  /// times (6 under the sanitizer) at the moment the plist starts changing: the edit's first step, corelibs' save of the plain write, in
-  /// place, under the suite's lock. Every time, the next open through the library finds every key. Without the
-  /// journal kept while corelibs synchronizes outside a save (the file's bytes, put back by the next open), a kill
-  /// there left an empty or cut file: every key lost (the history checker's killed plain writers).
+  /// A writer that makes plain `UserDefaults` writes in a 20,000-key suite, each followed by an edit, is killed 6 times
+  /// (20 at the full size) at the moment the plist starts changing: the edit's first step, corelibs' save of the
+  /// plain write, in place, under the suite's lock. Every time, the next open through the library finds every key.
+  /// Without the journal kept while corelibs synchronizes outside a save (the file's bytes, put back by the next
+  /// open), a kill there left an empty or cut file: every key lost (the history checker's killed plain writers), in 8
+  /// kills of 20 (529c549): 6 kills find it with a probability of 1 - 0.6^6, 95 %.
   @Test func killingAnEditThatSavesPlainWritesLosesNoKey() async throws {
     let config = makeConfigFolder()
     let count = 20_000
     try writeLargeSuite(config + "/big.plist", count: count)
-    for round in 0..<(Self.light ? 6 : 20) {
+    for round in 0..<TestSize.pick(6, full: 20) {
       let watch = try #require(ModificationWatch(folder: config, names: ["big.plist"]))
       let child = try RunningTool(["plainedits", "big", "\(count)"], config: config, tool: "rdefaults-test-helper")
       #expect(await child.lines.wait { $0.first?.hasPrefix("ready") == true }, "round \(round)")
       let opened = child.lines.lines.first.flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
       #expect(opened >= count, "round \(round): the library found \(opened) keys after the previous kill")
-      #expect(try await offThePool { watch.wait(timeout: 30) }, "round \(round): the plist never changed")
+      let changed = try await offThePool {
+        child.send("go")
+        defer { child.process.signal(SIGKILL) }
+        return watch.wait(timeout: 30)
+      }
+      #expect(changed, "round \(round): the plist never changed")
       await child.kill(SIGKILL)
     }
     let last = try await runTool(["count", "big"], config: config, tool: "rdefaults-test-helper")
@@ -102,12 +114,22 @@ private func lockedKeyCount(ofPlistAt path: String) async throws -> Int {
     try writeLargeSuite(config + "/big.plist", count: count)
     let writer = try RunningTool(["churn", "big", "\(count)"], config: config, tool: "rdefaults-test-helper")
     #expect(await writer.lines.wait { $0.first?.hasPrefix("ready") == true })
-    let reader = try RunningTool(["readloop", "big", "50"], config: config, tool: "rdefaults-test-helper")
-    #expect(await reader.lines.wait(timeout: 90, until: { $0.count == 2 }))
+    // 15 saves (50 at the full size): each save is a rewrite in place that a lock-free reload would have found torn.
+    let saves = TestSize.pick(15, full: 50)
+    let reader = try RunningTool(["readloop", "big", "\(saves)"], config: config, tool: "rdefaults-test-helper")
+    #expect(await reader.lines.wait { $0.first == "ready" })
+    // The writer saves from its "go" on, until the reader is done: killed by the thread that saw the reader end.
+    let ended = try await offThePool {
+      writer.send("go")
+      defer { writer.process.signal(SIGKILL) }
+      return reader.process.waitForExit(deadline: .now() + 90 * timeoutScale)
+    }
+    #expect(ended, "the reader never finished")
+    #expect(await reader.lines.wait { $0.count == 2 })
     await writer.kill(SIGKILL)
     let figures = (reader.lines.lines.last ?? "").split(separator: " ").compactMap { Int($0) }
     try #require(figures.count == 3, "\(reader.lines.lines)")
-    // The reader stops after 50 saves or 60 s, whichever comes first: how many saves fit depends on the machine's
+    // The reader stops after its saves or 60 s, whichever comes first: how many saves fit depends on the machine's
     // speed (35 under the thread sanitizer), so only enough of them to matter is required.
     #expect(figures[0] >= 5, "the reader saw \(figures[0]) of the writer's saves")
     #expect(figures[2] == 0, "\(figures[2]) of \(figures[1]) reads found a key absent")

@@ -1,7 +1,6 @@
 import ChildProcess
 import Foundation
 import Observation
-import Synchronization
 import TestSupport
 import Testing
 
@@ -72,13 +71,14 @@ private func afterReloads(
       try await runTool(["write", name, "value", "-int", "1"], config: processConfigFolder)
       let store = try #require(DefaultsStore(suiteName: name))
       #expect(store[key] == 1)
-      let reading = Atomic<Bool>(true)
-      let reader = Thread {
-        while reading.load(ordering: .relaxed) { _ = store[key] }
-      }
-      reader.start()
-      defer { reading.store(false, ordering: .relaxed) }
+      // 10,000 reads a round (about as many as fit in a round here), paid by the rounds (``WorkBudget``).
+      let reads = WorkBudget()
+      Thread {
+        while reads.take() { _ = store[key] }
+      }.start()
+      defer { reads.end() }
       for value in 2...6 {
+        reads.add(10_000)
         try await runTool(["write", name, "value", "-int", "\(value)"], config: processConfigFolder)
         #expect(await afterReloads(of: store) { store[key] == value }, "read \(store[key]), not \(value)")
         #expect(store.hub.observerCount == 0)
@@ -143,11 +143,14 @@ private func afterReloads(
       let key = DefaultsKey<Int>("count", default: -1)
       let seen = Recorder<Int>()
       let token = store.property(key).observe { seen.append($0) }
-      let churning = Atomic<Bool>(true)
+      // Paid by the rounds (``WorkBudget``): 100 stores of other suites and 10,000 reads a round, about as many as fit
+      // in a round here.
+      let churning = WorkBudget()
+      let reads = WorkBudget()
       let others = "Visibility.churn." + UUID().uuidString
       let churn = Thread {
         var round = 0
-        while churning.load(ordering: .relaxed) {
+        while churning.take() {
           round += 1
           guard let other = DefaultsStore(suiteName: others + ".\(round % 3)") else { return }
           let observation = other.property(key).observe { _ in }
@@ -166,16 +169,25 @@ private func afterReloads(
       // Reads of the observed suite in a tight loop meanwhile (a merged view built from an old copy during a reload
       // would pin the old value).
       let reader = Thread {
-        while churning.load(ordering: .relaxed) { _ = store[key] }
+        while reads.take() { _ = store[key] }
       }
       reader.start()
-      defer { churning.store(false, ordering: .relaxed) }
+      defer {
+        churning.end()
+        reads.end()
+      }
       for value in 1...5 {
+        churning.add(100)
+        reads.add(10_000)
         try await runTool(["write", name, "count", "-int", "\(value)"], config: processConfigFolder)
         #expect(await seen.wait(timeout: 5) { $0.last == value }, "\(value) never arrived; seen \(seen.values)")
       }
+      churning.add(100)
+      reads.add(10_000)
       try await runTool(["delete", name], config: processConfigFolder)
       #expect(await seen.wait(timeout: 5) { $0.last == -1 }, "the delete never arrived; seen \(seen.values)")
+      churning.add(100)
+      reads.add(10_000)
       try await runTool(["write", name, "count", "-int", "9"], config: processConfigFolder)
       #expect(await seen.wait(timeout: 5) { $0.last == 9 }, "the rewrite never arrived; seen \(seen.values)")
       #expect(store[key] == 9)

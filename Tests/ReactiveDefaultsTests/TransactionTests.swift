@@ -26,9 +26,9 @@ func suiteFileBytes(_ suiteName: String) -> Data? {
     let (store, issues) = makeStore(storage)
     let failures = Recorder<String>()
     // A suite's update is saved before its lock is released: a journal and its folder flushed to disk, two `fsync`s.
-    // 200 per thread still has eight threads racing for the lock at every step; 1,000 (16,000 `fsync`s) went past
-    // the two-minute bound on CI's slower disk, with the rest of the suite beside it.
-    let perThread = storage == .memory ? 1000 : 200
+    // 50 per thread (200 at the full size) still has eight threads racing for the lock at every step; 1,000 (16,000
+    // `fsync`s) went past the two-minute bound on CI's slower disk, with the rest of the suite beside it.
+    let perThread = TestSize.pick(storage == .memory ? 250 : 50, full: storage == .memory ? 1000 : 200)
     // On threads of their own: eight threads saving hundreds of times (each waiting for the suite's lock) must
     // hold neither the test pool's threads nor Dispatch's.
     await onThreadsOfTheirOwn(8) { _ in
